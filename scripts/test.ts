@@ -1,0 +1,91 @@
+/**
+ * `npm test`: one PostgreSQL for the whole run, a migrated template database, then node's test runner
+ * over every test file (or the files named on the command line). Each file clones the template into a
+ * database of its own (test/support/db.ts), so files run in parallel and leave nothing behind.
+ *
+ * PostgreSQL is DATABASE_URL when set (its role needs CREATEDB); otherwise an embedded server in a
+ * temporary folder, tuned for throwaway data (no fsync), stopped and deleted at the end.
+ */
+import { spawn } from 'node:child_process';
+import { chmod, mkdtemp, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { databaseCreate, databaseDrop, databaseListByPrefix, databaseUrl } from '../src/store/databases.ts';
+import { DEFAULT_EMBEDDED_PORT, startEmbedded, type EmbeddedServer } from '../src/store/embedded.ts';
+import { migrate } from '../src/store/migrate.ts';
+import { createPool } from '../src/store/pool.ts';
+
+const PREFIX = 'tmt_';
+// A run killed midway leaves its databases behind; the next run drops those older than this.
+const STALE_AFTER_S = 6 * 3600;
+
+async function testFiles(args: string[]): Promise<string[]> {
+  if (args.length > 0) return args;
+  const entries = await readdir('test', { recursive: true });
+  return entries
+    .filter((f) => f.endsWith('.test.ts'))
+    .map((f) => join('test', f))
+    .sort();
+}
+
+async function dropStale(adminUrl: string, nowS: number): Promise<void> {
+  for (const name of await databaseListByPrefix(adminUrl, PREFIX)) {
+    const started = Number(name.split('_')[1]);
+    if (Number.isFinite(started) && nowS - started > STALE_AFTER_S) await databaseDrop(adminUrl, name);
+  }
+}
+
+function runNodeTests(files: string[], env: NodeJS.ProcessEnv): Promise<number> {
+  const concurrency = process.env.TIDEMARK_TEST_CONCURRENCY ?? '4';
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', '--test', `--test-concurrency=${concurrency}`, '--test-reporter=spec', ...files],
+    { stdio: 'inherit', env },
+  );
+  return new Promise((done) => child.on('exit', (code, signal) => done(code ?? (signal === null ? 1 : 128))));
+}
+
+async function main(): Promise<number> {
+  const files = await testFiles(process.argv.slice(2));
+  const nowS = Math.floor(Date.now() / 1000);
+  const runId = `${PREFIX}${nowS}_${randomBytes(3).toString('hex')}`;
+  let embedded: EmbeddedServer | undefined;
+  let dataDir: string | undefined;
+  let adminUrl = process.env.DATABASE_URL;
+  if (adminUrl === undefined || adminUrl === '') {
+    dataDir = await mkdtemp(join(tmpdir(), 'tidemark-test-'));
+    // As root the server runs as 'postgres', which must be able to enter the folder.
+    await chmod(dataDir, 0o755);
+    process.stderr.write(`test: starting embedded PostgreSQL in ${dataDir}\n`);
+    embedded = await startEmbedded({
+      dataDir,
+      port: DEFAULT_EMBEDDED_PORT + 1,
+      settings: { fsync: 'off', synchronous_commit: 'off', full_page_writes: 'off', max_connections: '500' },
+    });
+    adminUrl = embedded.adminUrl;
+  }
+  try {
+    await dropStale(adminUrl, nowS);
+    const template = `${runId}_template`;
+    await databaseCreate(adminUrl, template);
+    const pool = createPool({ connectionString: databaseUrl(adminUrl, template), max: 1 });
+    try {
+      await migrate(pool);
+    } finally {
+      await pool.end();
+    }
+    return await runNodeTests(files, {
+      ...process.env,
+      TIDEMARK_TEST_ADMIN_URL: adminUrl,
+      TIDEMARK_TEST_TEMPLATE: template,
+      TIDEMARK_TEST_RUN: runId,
+    });
+  } finally {
+    for (const name of await databaseListByPrefix(adminUrl, runId)) await databaseDrop(adminUrl, name);
+    await embedded?.stop();
+    if (dataDir !== undefined) await rm(dataDir, { recursive: true, force: true });
+  }
+}
+
+process.exitCode = await main();

@@ -1,0 +1,45 @@
+/**
+ * The `tidemark` command line. Each command lives in its own module and is loaded only when named,
+ * so `tidemark next` does not pay for the PostgreSQL driver and `tidemark dev` does not parse cron.
+ */
+import { UsageError } from './usage-error.ts';
+
+export interface Command {
+  summary: string;
+  run(args: string[]): Promise<number>;
+}
+
+const commands: Record<string, () => Promise<Command>> = {
+  dev: async () => (await import('./dev.ts')).command,
+  migrate: async () => (await import('./migrate.ts')).command,
+};
+
+function usage(): string {
+  const names = Object.keys(commands).sort();
+  return `usage: tidemark <command> [options]\n\ncommands:\n${names.map((n) => `  ${n}`).join('\n')}\n\nRun 'tidemark <command> --help' for a command's options.`;
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
+    process.stdout.write(`${usage()}\n`);
+    return name === undefined ? 2 : 0;
+  }
+  const load = commands[name];
+  if (load === undefined) {
+    process.stderr.write(`tidemark: unknown command '${name}'\n\n${usage()}\n`);
+    return 2;
+  }
+  const command = await load();
+  try {
+    return await command.run(rest);
+  } catch (error) {
+    if (error instanceof UsageError) {
+      process.stderr.write(`tidemark ${name}: ${error.message}\n`);
+      return 2;
+    }
+    const message = error instanceof Error ? error.message : String(error);
+    process.stderr.write(`tidemark ${name}: ${message}\n`);
+    return 1;
+  }
+}
