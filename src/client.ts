@@ -1,0 +1,44 @@
+/**
+ * The TypeScript client: one object with grouped sub-clients (`client.schedules`, `client.jobs`, …),
+ * each defined beside the layer that owns its rows.
+ */
+import type { Clock } from './clock.ts';
+import { systemClock } from './clock.ts';
+import { createPool, type Pool } from './store/pool.ts';
+
+export interface ClientOptions {
+  /** PostgreSQL URL; ignored when `pool` is given. */
+  connectionString?: string;
+  /** Share a pool the application already has; the client then does not end it on close. */
+  pool?: Pool;
+  clock?: Clock;
+}
+
+export class Client {
+  readonly pool: Pool;
+  readonly clock: Clock;
+  readonly #ownsPool: boolean;
+
+  constructor(options: ClientOptions) {
+    if (options.pool !== undefined) {
+      this.pool = options.pool;
+      this.#ownsPool = false;
+    } else {
+      const connectionString = options.connectionString ?? process.env.DATABASE_URL;
+      if (connectionString === undefined || connectionString === '') {
+        throw new TypeError('connectionString: required (or set DATABASE_URL, or pass a pool)');
+      }
+      this.pool = createPool({ connectionString, applicationName: 'tidemark-client' });
+      this.#ownsPool = true;
+    }
+    this.clock = options.clock ?? systemClock;
+  }
+
+  async close(): Promise<void> {
+    if (this.#ownsPool) await this.pool.end();
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
+  }
+}
