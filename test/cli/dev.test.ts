@@ -1,7 +1,10 @@
 import assert from 'node:assert/strict';
-import { chmod, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { execSync } from 'node:child_process';
+import { chmod, chown, mkdtemp, readFile, rm, stat } from 'node:fs/promises';
+import { constants, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { after, test } from 'node:test';
 import pg from 'pg';
 import { createTestDatabase } from '../support/db.ts';
@@ -17,8 +20,11 @@ async function dataDir(): Promise<string> {
   return dir;
 }
 
-async function startDev(dir: string): Promise<{ dev: TidemarkProcess; url: string }> {
-  const dev = spawnTidemark(['dev', '--data-dir', dir], { env: EMBEDDED });
+async function startDev(
+  dir: string,
+  as?: { uid: number; gid: number },
+): Promise<{ dev: TidemarkProcess; url: string }> {
+  const dev = spawnTidemark(['dev', '--data-dir', dir], { env: EMBEDDED, ...as });
   const [, url] = await dev.waitFor(/DATABASE_URL=(\S+)/, 90_000);
   assert.ok(url !== undefined);
   return { dev, url };
@@ -95,6 +101,34 @@ test('tidemark dev takes a free port when the default one is taken', async () =>
   const b = await startDev(await dataDir());
   assert.notEqual(new URL(a.url).port, new URL(b.url).port);
   await Promise.all([a.dev.kill('SIGTERM'), b.dev.kill('SIGTERM')]);
+});
+
+/** Whether a user other than the owner can walk down to this checkout (CI may clone under /root). */
+function checkoutReachableByOthers(): boolean {
+  for (let dir = fileURLToPath(new URL('../..', import.meta.url)); dir !== dirname(dir); dir = dirname(dir)) {
+    if ((statSync(dir).mode & constants.S_IXOTH) === 0) return false;
+  }
+  return true;
+}
+
+test('tidemark dev runs as a normal user too (as root the server runs as postgres; this covers the other path)', async (t) => {
+  if (process.getuid?.() === 0 && !checkoutReachableByOthers()) {
+    t.skip('this checkout sits under a folder only root can enter, so no other user can run it');
+    return;
+  }
+  const dir = await dataDir();
+  // Under root, become 'nobody'; as a normal user already, run as ourselves: either way a non-root dev.
+  const as =
+    process.getuid?.() === 0
+      ? { uid: Number(execSync('id -u nobody')), gid: Number(execSync('id -g nobody')) }
+      : undefined;
+  if (as !== undefined) await chown(dir, as.uid, as.gid);
+  const { dev, url } = await startDev(dir, as);
+  const [row] = await query<{ user: string }>(url, 'SELECT current_user AS user');
+  assert.equal(row?.user, 'tidemark');
+  const owner = (await stat(join(dir, 'pg', 'PG_VERSION'))).uid;
+  assert.equal(owner, as?.uid ?? process.getuid?.(), 'the cluster belongs to the user that ran dev');
+  assert.equal((await dev.kill('SIGTERM')).code, 0, dev.stderr);
 });
 
 test('with DATABASE_URL set, tidemark dev uses that server and starts none', async () => {

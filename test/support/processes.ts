@@ -13,6 +13,9 @@ export interface SpawnOptions {
   cwd?: string;
   /** Run under Debian's faketime with this spec, e.g. '-5m' (the process's clock only). */
   faketime?: string;
+  /** Run as this user and group id (the harness runs as root in CI; some tests need a normal user). */
+  uid?: number;
+  gid?: number;
 }
 
 export interface Exit {
@@ -36,7 +39,13 @@ export class TidemarkProcess {
       options.faketime === undefined
         ? [process.execPath, [BIN, ...args]]
         : ['faketime', ['-f', options.faketime, process.execPath, BIN, ...args]];
-    this.child = spawn(command, commandArgs, { env, cwd: options.cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+    this.child = spawn(command, commandArgs, {
+      env,
+      cwd: options.cwd,
+      uid: options.uid,
+      gid: options.gid,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     this.child.stdout?.on('data', (chunk: Buffer) => (this.stdout += chunk.toString('utf8')));
     this.child.stderr?.on('data', (chunk: Buffer) => (this.stderr += chunk.toString('utf8')));
     this.exited = new Promise((done) => this.child.on('exit', (code, signal) => done({ code, signal })));
