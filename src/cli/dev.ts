@@ -69,6 +69,7 @@ export const command: Command = {
       throw error;
     }
 
+    roles.push(await (await import('../api/role.ts')).startDevApi({ pool, dataDir: values['data-dir'], logger: log }));
     process.stdout.write(
       `Tidemark dev is running${embedded === undefined ? '' : ` (embedded PostgreSQL in ${values['data-dir']})`}\n` +
         `DATABASE_URL=${url}\n`,

@@ -1,0 +1,11 @@
+/** The Fastify instance type every route module is written against (TypeBox-typed requests). */
+import Fastify, { LogController, type FastifyServerOptions } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+
+export function createApp(options: FastifyServerOptions) {
+  // Per-request log lines would double the work of a hot route; errors are logged by the handler.
+  const logController = new LogController({ disableRequestLogging: true });
+  return Fastify({ ...options, logController }).withTypeProvider<TypeBoxTypeProvider>();
+}
+
+export type Api = ReturnType<typeof createApp>;

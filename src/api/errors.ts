@@ -1,0 +1,86 @@
+/**
+ * The API's few error shapes. Every error leaves as `{ error: { code, message, fields?, requestId } }`;
+ * anything not recognised here is logged with its request id and answered as a bare 500, never with
+ * its message or stack, which may name tables, hosts or values from another tenant.
+ */
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+
+export interface FieldError {
+  /** Where the bad value is: `body.spec`, `query.limit`, `params.id`. */
+  field: string;
+  reason: string;
+}
+
+export class ApiError extends Error {
+  override name = 'ApiError';
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly fields?: FieldError[],
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
+}
+
+export function notFound(what: string): ApiError {
+  return new ApiError(404, 'not_found', `${what} not found`);
+}
+
+export function badRequest(fields: FieldError[], options?: ErrorOptions): ApiError {
+  return new ApiError(
+    400,
+    'invalid_request',
+    fields.map((f) => `${f.field}: ${f.reason}`).join('; '),
+    fields,
+    options,
+  );
+}
+
+export function conflict(message: string): ApiError {
+  return new ApiError(409, 'conflict', message);
+}
+
+/** A validation failure from the schema compiler (see validation.ts), before the handler runs. */
+export class ValidationFailure extends Error {
+  override name = 'ValidationFailure';
+  constructor(readonly fields: FieldError[]) {
+    super(fields.map((f) => `${f.field}: ${f.reason}`).join('; '));
+  }
+}
+
+// Fastify's own client errors (bad JSON, wrong content type, body too large, …) carry a 4xx status
+// and a message written for clients; those pass through with a stable code.
+const FASTIFY_CODES: Record<string, string> = {
+  FST_ERR_CTP_BODY_TOO_LARGE: 'payload_too_large',
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: 'unsupported_media_type',
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'invalid_request',
+  FST_ERR_CTP_EMPTY_JSON_BODY: 'invalid_request',
+  FST_ERR_CTP_INVALID_JSON_BODY: 'invalid_request',
+};
+
+export function handleError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  const requestId = request.id;
+  if (error instanceof ApiError) {
+    void reply.status(error.status).send({
+      error: { code: error.code, message: error.message, fields: error.fields, requestId },
+    });
+    return;
+  }
+  const failure = error.cause instanceof ValidationFailure ? error.cause : error;
+  if (failure instanceof ValidationFailure) {
+    void reply.status(400).send({
+      error: { code: 'invalid_request', message: failure.message, fields: failure.fields, requestId },
+    });
+    return;
+  }
+  const status = typeof error.statusCode === 'number' ? error.statusCode : 500;
+  if (status >= 400 && status < 500) {
+    const code = FASTIFY_CODES[error.code] ?? (status === 400 ? 'invalid_request' : 'client_error');
+    void reply.status(status).send({ error: { code, message: error.message, requestId } });
+    return;
+  }
+  request.log.error({ err: error, requestId }, 'unhandled error');
+  void reply.status(500).send({ error: { code: 'internal', message: 'internal error', requestId } });
+}

@@ -1,0 +1,106 @@
+/**
+ * GET /metrics: Prometheus text. Request counts and latencies are kept here; queue depth, running,
+ * dead, schedule lag and leader state are read from the database at scrape time. Whatever the other
+ * layers register on prom-client's default registry in this process (tick duration, claim latency…)
+ * is appended, so one scrape shows the whole process.
+ */
+import { Counter, Gauge, Histogram, Registry, register as defaultRegistry } from 'prom-client';
+import type { Pool } from '../store/pool.ts';
+import { jobCountOpenByQueueState, leaseList, scheduleLagSeconds } from '../store/stats.ts';
+
+export interface ApiMetrics {
+  registry: Registry;
+  requests: Counter<'method' | 'route' | 'status'>;
+  duration: Histogram<'method' | 'route'>;
+  render(): Promise<{ contentType: string; body: string }>;
+}
+
+export function createApiMetrics(pool: Pool): ApiMetrics {
+  const registry = new Registry();
+  const requests = new Counter({
+    name: 'tidemark_http_requests_total',
+    help: 'HTTP requests answered, by route template and status',
+    labelNames: ['method', 'route', 'status'] as const,
+    registers: [registry],
+  });
+  const duration = new Histogram({
+    name: 'tidemark_http_request_duration_seconds',
+    help: 'HTTP request latency, by route template',
+    labelNames: ['method', 'route'] as const,
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+    registers: [registry],
+  });
+  const jobs = new Gauge({
+    name: 'tidemark_jobs',
+    help: 'Jobs per queue in each open state (scheduled, available, running) and dead',
+    labelNames: ['queue', 'state'] as const,
+    registers: [registry],
+  });
+  const backlog = new Gauge({
+    name: 'tidemark_backlog_depth',
+    help: 'Jobs due and waiting for a worker, per queue',
+    labelNames: ['queue'] as const,
+    registers: [registry],
+  });
+  const running = new Gauge({
+    name: 'tidemark_running_jobs',
+    help: 'Jobs currently held by a worker, per queue',
+    labelNames: ['queue'] as const,
+    registers: [registry],
+  });
+  const dead = new Gauge({
+    name: 'tidemark_dead_jobs',
+    help: 'Jobs in the dead letter, per queue',
+    labelNames: ['queue'] as const,
+    registers: [registry],
+  });
+  const lag = new Gauge({
+    name: 'tidemark_schedule_lag_seconds',
+    help: 'Age of the oldest due schedule not yet materialised (0 when the scheduler is caught up)',
+    registers: [registry],
+  });
+  const epoch = new Gauge({
+    name: 'tidemark_leader_epoch',
+    help: 'Fencing epoch of each leader lease',
+    labelNames: ['lease'] as const,
+    registers: [registry],
+  });
+  const held = new Gauge({
+    name: 'tidemark_leader_held',
+    help: '1 when the lease has an unexpired holder (judged by the database clock)',
+    labelNames: ['lease', 'holder'] as const,
+    registers: [registry],
+  });
+
+  async function collect(): Promise<void> {
+    const [counts, lagS, leases] = await Promise.all([
+      jobCountOpenByQueueState(pool),
+      scheduleLagSeconds(pool),
+      leaseList(pool),
+    ]);
+    for (const g of [jobs, backlog, running, dead, epoch, held]) g.reset();
+    for (const row of counts) {
+      jobs.set({ queue: row.queue, state: row.state }, row.n);
+      if (row.state === 'available') backlog.set({ queue: row.queue }, row.n);
+      if (row.state === 'running') running.set({ queue: row.queue }, row.n);
+      if (row.state === 'dead') dead.set({ queue: row.queue }, row.n);
+    }
+    lag.set(lagS);
+    for (const lease of leases) {
+      epoch.set({ lease: lease.name }, lease.epoch);
+      held.set({ lease: lease.name, holder: lease.holder ?? '' }, lease.held ? 1 : 0);
+    }
+  }
+
+  return {
+    registry,
+    requests,
+    duration,
+    async render() {
+      await collect();
+      const own = await registry.metrics();
+      const others = await defaultRegistry.metrics();
+      return { contentType: registry.contentType, body: others === '' ? own : `${own}\n${others}` };
+    },
+  };
+}

@@ -1,0 +1,7 @@
+/** The /v1 resource routes beyond administration, one module per resource. */
+import type { Api } from '../app.ts';
+import type { RouteDeps } from '../server.ts';
+
+export type RouteModule = (app: Api, deps: RouteDeps) => void;
+
+export const routeModules: RouteModule[] = [];
