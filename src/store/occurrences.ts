@@ -1,0 +1,229 @@
+/**
+ * The occurrence ledger: one row per (schedule, fire time) the scheduler decided on, whatever its
+ * fate. occurrenceMaterialise is the only way rows get in, for the leader and for trigger-now alike.
+ *
+ * It is a single statement, so it is one transaction with nothing in between to hang: a leader cut
+ * off from the database mid-write has at most this one statement in flight, and when it finally
+ * arrives its epoch condition is evaluated then, against the lease as it is then.
+ *
+ * The job rows for enqueued occurrences are inserted here too, with the same columns as the worker
+ * layer's enqueue (src/store/jobs.ts, issue 5); the two are to be unified into one statement there.
+ */
+import type { Queryable } from './pool.ts';
+
+export type OccurrenceState = 'enqueued' | 'skipped' | 'missed';
+export type OccurrenceSource = 'schedule' | 'trigger';
+
+export interface OccurrenceInput {
+  scheduleId: string;
+  /** The schedule version the decision was made under; a row whose schedule has moved on is dropped. */
+  version: number;
+  fireAt: Date;
+  state: OccurrenceState;
+  reason: string | null;
+  /** When the job may start (fire time + jitter); null unless enqueued. */
+  runAt: Date | null;
+  /** Stable per occurrence (`occurrence:<schedule>:<fire ISO>`) or unique per trigger; null unless enqueued. */
+  idempotencyKey: string | null;
+  source: OccurrenceSource;
+  /** Overlap policy `replace`: cancel the schedule's queued jobs and ask its running ones to stop. */
+  cancelPrevious: boolean;
+}
+
+export interface ScheduleAdvance {
+  scheduleId: string;
+  version: number;
+  nextFireAt: Date | null;
+  lastFireAt: Date;
+}
+
+/** Who may write: the lease term that must still hold when the statement runs; null writes unfenced. */
+export interface Fence {
+  lease: string;
+  holder: string;
+  epoch: number;
+}
+
+export interface MaterialiseResult {
+  /** The fence held (always true when unfenced). When false nothing was written. */
+  fenced: boolean;
+  /** Inputs whose schedule still exists at the given version (and is not paused, for scheduled ones). */
+  current: number;
+  /** Occurrence rows written; current − inserted lost to the unique key (conflicts). */
+  inserted: number;
+  jobs: number;
+  advanced: number;
+}
+
+export async function occurrenceMaterialise(
+  db: Queryable,
+  fence: Fence | null,
+  items: OccurrenceInput[],
+  advances: ScheduleAdvance[],
+): Promise<MaterialiseResult> {
+  const { rows } = await db.query<{
+    fenced: boolean;
+    current: number;
+    inserted: number;
+    jobs: number;
+    advanced: number;
+  }>({
+    name: 'occurrenceMaterialise',
+    text: `WITH fence AS (
+             -- FOR SHARE: a standby's leaseAcquire (an UPDATE of this row) waits until this statement
+             -- commits, so the epoch cannot change between this check and the writes below.
+             SELECT epoch FROM leases
+              WHERE name = $1 AND holder = $2 AND epoch = $3 AND expires_at > clock_timestamp()
+              FOR SHARE
+           ), allowed AS (
+             SELECT epoch FROM fence
+             UNION ALL
+             SELECT NULL::bigint WHERE $1::text IS NULL
+           ), input AS (
+             SELECT i.*, s.queue, s.kind, s.tenant_id, s.payload, s.priority, s.max_attempts, s.timeout_ms,
+                    a.epoch
+               FROM unnest($4::uuid[], $5::integer[], $6::timestamptz[], $7::text[], $8::text[],
+                           $9::timestamptz[], $10::text[], $11::text[], $12::boolean[])
+                    AS i(schedule_id, version, fire_at, state, reason, run_at, idempotency_key, source, cancel_previous)
+               JOIN schedules s ON s.id = i.schedule_id AND s.version = i.version
+                               AND (NOT s.paused OR i.source = 'trigger')
+              CROSS JOIN allowed a
+           ), occ AS (
+             INSERT INTO occurrences (schedule_id, fire_at, state, materialised_at, epoch, job_id, reason, source,
+                                      schedule_version)
+             SELECT schedule_id, fire_at, state, clock_timestamp(), epoch,
+                    -- The job id is drawn here so the ledger row can point at the job inserted below;
+                    -- the foreign key is checked at the end of the statement, when both exist.
+                    CASE WHEN state = 'enqueued' THEN nextval(pg_get_serial_sequence('jobs', 'id')) END,
+                    reason, source, version
+               FROM input
+             ORDER BY schedule_id, fire_at
+             ON CONFLICT DO NOTHING
+             RETURNING schedule_id, fire_at, source, job_id
+           ), job AS (
+             INSERT INTO jobs (id, queue, kind, tenant_id, payload, priority, state, run_at, max_attempts,
+                               timeout_ms, idempotency_key, schedule_id)
+             OVERRIDING SYSTEM VALUE
+             SELECT o.job_id, i.queue, i.kind, i.tenant_id, i.payload, i.priority,
+                    CASE WHEN i.run_at > clock_timestamp() THEN 'scheduled' ELSE 'available' END,
+                    i.run_at, COALESCE(i.max_attempts, q.max_attempts, 4), COALESCE(i.timeout_ms, q.timeout_ms),
+                    i.idempotency_key, i.schedule_id
+               FROM occ o
+               JOIN input i ON i.schedule_id = o.schedule_id AND i.fire_at = o.fire_at AND i.source = o.source
+               LEFT JOIN queues q ON q.name = i.queue
+              WHERE o.job_id IS NOT NULL
+             RETURNING id
+           ), cancelled AS (
+             -- The new job is not visible to this UPDATE (same snapshot), so only earlier ones match.
+             UPDATE jobs j
+                SET state = CASE WHEN j.state = 'running' THEN j.state ELSE 'cancelled' END,
+                    finished_at = CASE WHEN j.state = 'running' THEN j.finished_at ELSE clock_timestamp() END,
+                    cancel_requested_at = COALESCE(j.cancel_requested_at, clock_timestamp())
+              WHERE j.schedule_id IN (SELECT i.schedule_id FROM input i JOIN occ o
+                                        ON i.schedule_id = o.schedule_id AND i.fire_at = o.fire_at
+                                       WHERE i.cancel_previous)
+                AND j.state IN ('scheduled', 'available', 'running')
+             RETURNING j.id
+           ), advance AS (
+             UPDATE schedules s
+                SET next_fire_at = a.next_fire_at,
+                    last_fire_at = GREATEST(s.last_fire_at, a.last_fire_at)
+               FROM unnest($13::uuid[], $14::integer[], $15::timestamptz[], $16::timestamptz[])
+                    AS a(id, version, next_fire_at, last_fire_at)
+              WHERE s.id = a.id AND s.version = a.version AND EXISTS (SELECT 1 FROM allowed)
+             RETURNING s.id
+           )
+           SELECT EXISTS (SELECT 1 FROM allowed) AS fenced,
+                  (SELECT count(*) FROM input)::int AS current,
+                  (SELECT count(*) FROM occ)::int AS inserted,
+                  (SELECT count(*) FROM job)::int AS jobs,
+                  (SELECT count(*) FROM cancelled)::int AS cancelled,
+                  (SELECT count(*) FROM advance)::int AS advanced`,
+    values: [
+      fence?.lease ?? null,
+      fence?.holder ?? null,
+      fence?.epoch ?? null,
+      items.map((i) => i.scheduleId),
+      items.map((i) => i.version),
+      items.map((i) => i.fireAt),
+      items.map((i) => i.state),
+      items.map((i) => i.reason),
+      items.map((i) => i.runAt),
+      items.map((i) => i.idempotencyKey),
+      items.map((i) => i.source),
+      items.map((i) => i.cancelPrevious),
+      advances.map((a) => a.scheduleId),
+      advances.map((a) => a.version),
+      advances.map((a) => a.nextFireAt),
+      advances.map((a) => a.lastFireAt),
+    ],
+  });
+  const row = rows[0];
+  if (row === undefined) throw new Error('occurrenceMaterialise returned no row');
+  return {
+    fenced: row.fenced,
+    current: row.current,
+    inserted: row.inserted,
+    jobs: row.jobs,
+    advanced: row.advanced,
+  };
+}
+
+export interface OccurrenceRow {
+  id: number;
+  scheduleId: string;
+  fireAt: Date;
+  state: OccurrenceState;
+  source: OccurrenceSource;
+  materialisedAt: Date;
+  /** materialisedAt − fireAt: how late the scheduler decided on it. */
+  lagMs: number;
+  epoch: number | null;
+  jobId: number | null;
+  reason: string | null;
+  scheduleVersion: number | null;
+}
+
+/** A schedule's ledger, newest first, one keyset page at a time. */
+export async function occurrenceListBySchedule(
+  db: Queryable,
+  scheduleId: string,
+  before: Date | null,
+  limit: number,
+): Promise<OccurrenceRow[]> {
+  const { rows } = await db.query<{
+    id: number;
+    schedule_id: string;
+    fire_at: Date;
+    state: OccurrenceState;
+    source: OccurrenceSource;
+    materialised_at: Date;
+    lag_ms: number;
+    epoch: number | null;
+    job_id: number | null;
+    reason: string | null;
+    schedule_version: number | null;
+  }>({
+    name: 'occurrenceListBySchedule',
+    text: `SELECT id, schedule_id, fire_at, state, source, materialised_at,
+                  (extract(epoch FROM materialised_at - fire_at) * 1000)::float8 AS lag_ms,
+                  epoch, job_id, reason, schedule_version
+             FROM occurrences
+            WHERE schedule_id = $1 AND ($2::timestamptz IS NULL OR fire_at < $2)
+            ORDER BY fire_at DESC, id DESC LIMIT $3`,
+    values: [scheduleId, before, limit],
+  });
+  return rows.map((r) => ({
+    id: r.id,
+    scheduleId: r.schedule_id,
+    fireAt: r.fire_at,
+    state: r.state,
+    source: r.source,
+    materialisedAt: r.materialised_at,
+    lagMs: r.lag_ms,
+    epoch: r.epoch,
+    jobId: r.job_id,
+    reason: r.reason,
+    scheduleVersion: r.schedule_version,
+  }));
+}
