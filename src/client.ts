@@ -5,6 +5,8 @@
 import type { Clock } from './clock.ts';
 import { systemClock } from './clock.ts';
 import { createPool, type Pool } from './store/pool.ts';
+import { ScheduleClient } from './scheduler/schedule-client.ts';
+import { JobClient } from './worker/job-client.ts';
 
 export interface ClientOptions {
   /** PostgreSQL URL; ignored when `pool` is given. */
@@ -17,6 +19,10 @@ export interface ClientOptions {
 export class Client {
   readonly pool: Pool;
   readonly clock: Clock;
+  /** Jobs: enqueue, get, list, cancel, retry, the dead letter. */
+  readonly jobs: JobClient;
+  /** Schedules: create, update, pause, resume, delete, trigger now, list, occurrences. */
+  readonly schedules: ScheduleClient;
   readonly #ownsPool: boolean;
 
   constructor(options: ClientOptions) {
@@ -32,6 +38,8 @@ export class Client {
       this.#ownsPool = true;
     }
     this.clock = options.clock ?? systemClock;
+    this.schedules = new ScheduleClient(this.pool, this.clock);
+    this.jobs = new JobClient(this.pool);
   }
 
   async close(): Promise<void> {

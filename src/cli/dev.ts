@@ -11,10 +11,12 @@ import { createLogger } from '../log.ts';
 import type { Command } from './main.ts';
 import { UsageError } from './usage-error.ts';
 
-const HELP = `usage: tidemark dev [--data-dir DIR] [--port N]
+const HELP = `usage: tidemark dev [--data-dir DIR] [--port N] [--handlers MODULE [--queue NAME[:N]]...]
 
 Runs Tidemark in one process. Without DATABASE_URL, starts an embedded PostgreSQL with its data in
 --data-dir (default ./.tidemark) on --port (default ${DEFAULT_EMBEDDED_PORT}, or a free port when taken).
+With --handlers, also runs a worker for MODULE's job kinds on the --queue queues (default 'default');
+without it no worker runs and jobs stay queued for a 'tidemark worker' elsewhere.
 `;
 
 /** Something `dev` runs alongside the database; each later role (scheduler, worker, API) is one. */
@@ -31,6 +33,9 @@ export const command: Command = {
       options: {
         'data-dir': { type: 'string', default: '.tidemark' },
         port: { type: 'string' },
+        // The worker role runs only with --handlers: without a handlers module it could only fail jobs.
+        handlers: { type: 'string' },
+        queue: { type: 'string', multiple: true },
         help: { type: 'boolean', short: 'h' },
       },
     });
@@ -70,6 +75,10 @@ export const command: Command = {
     }
 
     roles.push(await (await import('../api/role.ts')).startDevApi({ pool, dataDir: values['data-dir'], logger: log }));
+    if (values.handlers !== undefined) {
+      const { startWorkerRole } = await import('./worker.ts');
+      roles.push({ name: 'worker', ...(await startWorkerRole({ handlers: values.handlers, queue: values.queue }, pool, url)) });
+    }
     process.stdout.write(
       `Tidemark dev is running${embedded === undefined ? '' : ` (embedded PostgreSQL in ${values['data-dir']})`}\n` +
         `DATABASE_URL=${url}\n`,

@@ -1,0 +1,176 @@
+/**
+ * `tidemark worker --handlers <module>`: runs the handlers module's job kinds on the queues given
+ * (flags or --config). SIGTERM/SIGINT stops claiming, lets running handlers finish within the
+ * shutdown grace period, then hands what is left back to the queue.
+ */
+import { readFile } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { parseArgs } from 'node:util';
+import { createLogger } from '../log.ts';
+import { createPool, type Pool } from '../store/pool.ts';
+import { queueUpsert } from '../store/queues.ts';
+import { applyQueueFlags, ConfigError, parseConfigFile, type WorkerConfig } from '../worker/config.ts';
+import type { Handler, Handlers } from '../worker/handler.ts';
+import { Worker } from '../worker/worker.ts';
+import { requireDatabaseUrl } from './database-url.ts';
+import type { Command } from './main.ts';
+import { UsageError } from './usage-error.ts';
+
+const HELP = `usage: tidemark worker --handlers MODULE [--queue NAME[:CONCURRENCY]]... [--config FILE]
+                       [--lease-ms N] [--poll-ms N] [--timeout-grace-ms N] [--shutdown-grace-ms N]
+                       [--batch N] [--id ID] [--no-maintenance]
+
+Runs jobs from the database at DATABASE_URL. MODULE's default export maps job kinds to handlers,
+async (ctx) => result. Each --queue gets its own claim loop with CONCURRENCY slots (default 10);
+with no --queue and no --config, the queue 'default' is run. --config FILE (JSON) may also set each
+queue's cluster-wide maxRunning, maxAttempts, backoffBaseMs, backoffMaxMs and timeoutMs, written to
+the queues table at start. Defaults: lease 30 s, poll 1 s, timeout grace 5 s, shutdown grace 10 s,
+batch 1000.
+`;
+
+export interface WorkerRole {
+  worker: Worker;
+  stop(): Promise<void>;
+}
+
+export const workerFlags = {
+  handlers: { type: 'string' },
+  queue: { type: 'string', multiple: true },
+  config: { type: 'string' },
+  'lease-ms': { type: 'string' },
+  'poll-ms': { type: 'string' },
+  'timeout-grace-ms': { type: 'string' },
+  'shutdown-grace-ms': { type: 'string' },
+  batch: { type: 'string' },
+  id: { type: 'string' },
+  'no-maintenance': { type: 'boolean' },
+} as const;
+
+export type WorkerFlagValues = {
+  handlers?: string;
+  queue?: string[];
+  config?: string;
+  'lease-ms'?: string;
+  'poll-ms'?: string;
+  'timeout-grace-ms'?: string;
+  'shutdown-grace-ms'?: string;
+  batch?: string;
+  id?: string;
+  'no-maintenance'?: boolean;
+};
+
+function intFlag(value: string | undefined, name: string, min: number): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < min)
+    throw new UsageError(`--${name}: must be an integer ≥ ${min}, got '${value}'`);
+  return n;
+}
+
+async function loadHandlers(path: string): Promise<Handlers> {
+  let module: { default?: unknown };
+  try {
+    module = (await import(pathToFileURL(resolve(path)).href)) as { default?: unknown };
+  } catch (error) {
+    throw new UsageError(
+      `--handlers: can not load ${path}: ${error instanceof Error ? error.message : String(error)}`,
+      {
+        cause: error,
+      },
+    );
+  }
+  const handlers = module.default;
+  if (typeof handlers !== 'object' || handlers === null) {
+    throw new UsageError(`--handlers: ${path} must default-export an object of job kind → handler function`);
+  }
+  for (const [kind, fn] of Object.entries(handlers)) {
+    if (typeof fn !== 'function') throw new UsageError(`--handlers: ${path}: '${kind}' is not a function`);
+  }
+  return handlers as Record<string, Handler>;
+}
+
+/** Starts a worker from parsed flags on `pool`; used by `tidemark worker` and `tidemark dev`. */
+export async function startWorkerRole(
+  values: WorkerFlagValues,
+  pool: Pool,
+  url: string,
+): Promise<WorkerRole> {
+  if (values.handlers === undefined)
+    throw new UsageError('--handlers: required (a module whose default export maps job kinds to handlers)');
+  let config: WorkerConfig = { queues: [] };
+  try {
+    if (values.config !== undefined) {
+      let raw: unknown;
+      try {
+        raw = JSON.parse(await readFile(values.config, 'utf8'));
+      } catch (error) {
+        throw new ConfigError(
+          `--config: can not read ${values.config} as JSON: ${error instanceof Error ? error.message : String(error)}`,
+          {
+            cause: error,
+          },
+        );
+      }
+      config = parseConfigFile(raw);
+    }
+    config = applyQueueFlags(config, values.queue ?? (config.queues.length === 0 ? ['default'] : []));
+  } catch (error) {
+    if (error instanceof ConfigError) throw new UsageError(error.message, { cause: error });
+    throw error;
+  }
+  const handlers = await loadHandlers(values.handlers);
+  for (const q of config.queues) {
+    if (Object.keys(q.settings).length > 0) await queueUpsert(pool, q.name, q.settings);
+  }
+  const worker = new Worker({
+    pool,
+    connectionString: url,
+    handlers,
+    queues: config.queues.map((q) => ({ name: q.name, concurrency: q.concurrency })),
+    id: values.id,
+    log: createLogger('worker'),
+    leaseMs: intFlag(values['lease-ms'], 'lease-ms', 1) ?? config.leaseMs,
+    pollMs: intFlag(values['poll-ms'], 'poll-ms', 1) ?? config.pollMs,
+    timeoutGraceMs: intFlag(values['timeout-grace-ms'], 'timeout-grace-ms', 0) ?? config.timeoutGraceMs,
+    shutdownGraceMs: intFlag(values['shutdown-grace-ms'], 'shutdown-grace-ms', 0) ?? config.shutdownGraceMs,
+    batchSize: intFlag(values.batch, 'batch', 1) ?? config.batchSize,
+    maintenance: values['no-maintenance'] !== true,
+  });
+  await worker.start();
+  return { worker, stop: () => worker.stop() };
+}
+
+export const command: Command = {
+  summary: 'run jobs: claim loops per queue for a handlers module',
+  async run(args) {
+    const { values } = parseArgs({
+      args,
+      options: { ...workerFlags, help: { type: 'boolean', short: 'h' } },
+    });
+    if (values.help === true) {
+      process.stdout.write(HELP);
+      return 0;
+    }
+    const url = requireDatabaseUrl();
+    const pool = createPool({ connectionString: url, max: 10, applicationName: 'tidemark-worker' });
+    let role: WorkerRole;
+    try {
+      role = await startWorkerRole(values, pool, url);
+    } catch (error) {
+      await pool.end();
+      throw error;
+    }
+    const queues = role.worker.metrics().map((m) => `${m.queue}(${m.concurrency})`);
+    process.stdout.write(`worker ${role.worker.id} ready: ${queues.join(' ')}\n`);
+    const signal = await new Promise<NodeJS.Signals>((done) => {
+      process.once('SIGINT', done);
+      process.once('SIGTERM', done);
+    });
+    process.stdout.write(`worker stopping (${signal})\n`);
+    await role.stop();
+    await pool.end();
+    process.stdout.write('worker stopped\n');
+    return 0;
+  },
+};

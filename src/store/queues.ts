@@ -1,0 +1,66 @@
+/** Named statements on `queues`: the cluster-wide settings of a job class. */
+import type { Queryable } from './pool.ts';
+
+export interface QueueSettings {
+  /** Cluster-wide cap on running jobs of this queue; null: none. */
+  maxRunning: number | null;
+  maxAttempts: number;
+  backoffBaseMs: number;
+  backoffMaxMs: number;
+  timeoutMs: number | null;
+}
+
+export interface QueueRow extends QueueSettings {
+  name: string;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+const COLUMNS = `name, max_running AS "maxRunning", max_attempts AS "maxAttempts",
+  backoff_base_ms AS "backoffBaseMs", backoff_max_ms AS "backoffMaxMs", timeout_ms AS "timeoutMs",
+  created_at AS "createdAt", updated_at AS "updatedAt"`;
+
+/**
+ * Creates the queue or changes the settings given; a setting left undefined keeps its stored value
+ * (or the column default for a new queue). `null` clears an optional one.
+ */
+export async function queueUpsert(
+  db: Queryable,
+  name: string,
+  settings: Partial<QueueSettings>,
+): Promise<QueueRow> {
+  const has = (k: keyof QueueSettings): boolean => settings[k] !== undefined;
+  const result = await db.query<QueueRow>(
+    `INSERT INTO queues (name, max_running, max_attempts, backoff_base_ms, backoff_max_ms, timeout_ms)
+     VALUES ($1, $3, coalesce($5, 4), coalesce($7, 1000), coalesce($9, 3600000), $11)
+     ON CONFLICT (name) DO UPDATE SET
+       max_running = CASE WHEN $2 THEN EXCLUDED.max_running ELSE queues.max_running END,
+       max_attempts = CASE WHEN $4 THEN EXCLUDED.max_attempts ELSE queues.max_attempts END,
+       backoff_base_ms = CASE WHEN $6 THEN EXCLUDED.backoff_base_ms ELSE queues.backoff_base_ms END,
+       backoff_max_ms = CASE WHEN $8 THEN EXCLUDED.backoff_max_ms ELSE queues.backoff_max_ms END,
+       timeout_ms = CASE WHEN $10 THEN EXCLUDED.timeout_ms ELSE queues.timeout_ms END,
+       updated_at = now()
+     RETURNING ${COLUMNS}`,
+    [
+      name,
+      has('maxRunning'),
+      settings.maxRunning ?? null,
+      has('maxAttempts'),
+      settings.maxAttempts ?? null,
+      has('backoffBaseMs'),
+      settings.backoffBaseMs ?? null,
+      has('backoffMaxMs'),
+      settings.backoffMaxMs ?? null,
+      has('timeoutMs'),
+      settings.timeoutMs ?? null,
+    ],
+  );
+  const row = result.rows[0];
+  if (row === undefined) throw new Error(`queue ${name}: upsert returned no row`);
+  return row;
+}
+
+export async function queueGet(db: Queryable, name: string): Promise<QueueRow | undefined> {
+  const result = await db.query<QueueRow>(`SELECT ${COLUMNS} FROM queues WHERE name = $1`, [name]);
+  return result.rows[0];
+}

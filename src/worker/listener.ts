@@ -1,0 +1,82 @@
+/**
+ * One LISTEN connection per worker process: `tidemark_jobs` (payload: a queue with new work) and
+ * `tidemark_cancel` (payload: a job id). If the connection drops it reconnects with backoff and then
+ * reports `onReconnect`, because notifications sent meanwhile are lost; polling covers the gap.
+ */
+import pg from 'pg';
+import type { Logger } from '../log.ts';
+
+export interface ListenerEvents {
+  onJobs(queue: string): void;
+  onCancel(jobId: number): void;
+  onReconnect(): void;
+}
+
+export class Listener {
+  readonly #url: string;
+  readonly #events: ListenerEvents;
+  readonly #log: Logger;
+  #client: pg.Client | undefined;
+  #stopped = false;
+  #retryTimer: NodeJS.Timeout | undefined;
+
+  constructor(url: string, events: ListenerEvents, log: Logger) {
+    this.#url = url;
+    this.#events = events;
+    this.#log = log;
+  }
+
+  /** Resolves once listening (or rejects if the first connection fails). */
+  async start(): Promise<void> {
+    await this.#connect();
+  }
+
+  async #connect(): Promise<void> {
+    const client = new pg.Client({ connectionString: this.#url, application_name: 'tidemark-worker-listen' });
+    client.on('notification', (msg) => {
+      if (msg.channel === 'tidemark_jobs' && msg.payload !== undefined) this.#events.onJobs(msg.payload);
+      else if (msg.channel === 'tidemark_cancel' && msg.payload !== undefined) {
+        this.#events.onCancel(Number(msg.payload));
+      }
+    });
+    client.on('error', (error) => {
+      this.#log.warn({ err: error }, 'listen connection lost; reconnecting, polling meanwhile');
+      this.#scheduleReconnect(client, 100);
+    });
+    client.on('end', () => this.#scheduleReconnect(client, 100));
+    await client.connect();
+    await client.query('LISTEN tidemark_jobs; LISTEN tidemark_cancel');
+    this.#client = client;
+  }
+
+  #scheduleReconnect(dead: pg.Client, delayMs: number): void {
+    if (this.#stopped || this.#client !== dead || this.#retryTimer !== undefined) return;
+    this.#client = undefined;
+    dead.removeAllListeners('end');
+    void dead.end().catch(() => undefined);
+    this.#retryTimer = setTimeout(() => {
+      this.#retryTimer = undefined;
+      if (this.#stopped) return;
+      this.#connect().then(
+        () => this.#events.onReconnect(),
+        (error: unknown) => {
+          this.#log.warn({ err: error }, 'listen reconnect failed');
+          const placeholder = new pg.Client({ connectionString: this.#url });
+          this.#client = placeholder;
+          this.#scheduleReconnect(placeholder, Math.min(delayMs * 2, 5000));
+        },
+      );
+    }, delayMs);
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    if (this.#retryTimer !== undefined) clearTimeout(this.#retryTimer);
+    const client = this.#client;
+    this.#client = undefined;
+    if (client !== undefined) {
+      client.removeAllListeners('end');
+      await client.end().catch(() => undefined);
+    }
+  }
+}

@@ -1,0 +1,107 @@
+/**
+ * Checks enqueue input before anything is written; every error names the field and the reason, as
+ * `jobs[3].queue: …` for a batch. Mirrors the schema's CHECKs so bad input never reaches SQL.
+ */
+import type { JobInsert } from '../store/jobs.ts';
+import { JobValidationError } from './errors.ts';
+import { randomUUID } from 'node:crypto';
+
+export interface EnqueueInput {
+  queue: string;
+  kind: string;
+  payload?: unknown;
+  /** Default 'default'. */
+  tenantId?: string;
+  /** Higher runs first. Default 0. */
+  priority?: number;
+  /** Default: now. */
+  runAt?: Date;
+  /** First try plus retries. Default: the queue's, else 4. */
+  maxAttempts?: number;
+  timeoutMs?: number;
+  heartbeatMs?: number;
+  backoffBaseMs?: number;
+  backoffMaxMs?: number;
+  /** Default: a random UUID (no deduplication). A key already in the queue returns that job. */
+  idempotencyKey?: string;
+}
+
+const QUEUE_RE = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/;
+const TENANT_RE = /^[a-z0-9][a-z0-9_-]{0,62}$/;
+const INT32_MAX = 2_147_483_647;
+
+function fail(field: string, reason: string): never {
+  throw new JobValidationError(`${field}: ${reason}`);
+}
+
+function optionalInt(value: unknown, field: string, min: number): number | null {
+  if (value === undefined || value === null) return null;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > INT32_MAX) {
+    fail(field, `must be an integer from ${min} to ${INT32_MAX}, got ${JSON.stringify(value)}`);
+  }
+  return value;
+}
+
+export function validateEnqueue(input: EnqueueInput, prefix: string): JobInsert {
+  const at = (name: string): string => (prefix === '' ? name : `${prefix}.${name}`);
+  if (typeof input !== 'object' || input === null) fail(prefix === '' ? 'job' : prefix, 'must be an object');
+  if (typeof input.queue !== 'string' || !QUEUE_RE.test(input.queue)) {
+    fail(
+      at('queue'),
+      `must be 1-128 of A-Z a-z 0-9 _ . : - starting with a letter or digit, got ${JSON.stringify(input.queue)}`,
+    );
+  }
+  if (typeof input.kind !== 'string' || input.kind.length === 0 || input.kind.length > 200) {
+    fail(
+      at('kind'),
+      `must be a non-empty string of at most 200 characters, got ${JSON.stringify(input.kind)}`,
+    );
+  }
+  const tenantId = input.tenantId ?? 'default';
+  if (typeof tenantId !== 'string' || !TENANT_RE.test(tenantId)) {
+    fail(
+      at('tenantId'),
+      `must be 1-63 of a-z 0-9 _ - starting with a letter or digit, got ${JSON.stringify(tenantId)}`,
+    );
+  }
+  let payload: unknown = input.payload ?? {};
+  try {
+    const text = JSON.stringify(payload);
+    if (text === undefined) fail(at('payload'), 'must be JSON-serialisable');
+    payload = JSON.parse(text);
+  } catch (error) {
+    if (error instanceof JobValidationError) throw error;
+    throw new JobValidationError(`${at('payload')}: must be JSON-serialisable`, { cause: error });
+  }
+  const priority = optionalInt(input.priority, at('priority'), -INT32_MAX) ?? 0;
+  let runAt: Date | null = null;
+  if (input.runAt !== undefined) {
+    if (!(input.runAt instanceof Date) || Number.isNaN(input.runAt.getTime())) {
+      fail(at('runAt'), `must be a valid Date, got ${String(input.runAt)}`);
+    }
+    runAt = input.runAt;
+  }
+  const key = input.idempotencyKey ?? randomUUID();
+  if (typeof key !== 'string' || key.length === 0 || key.length > 512) {
+    fail(at('idempotencyKey'), 'must be a non-empty string of at most 512 characters');
+  }
+  const backoffBaseMs = optionalInt(input.backoffBaseMs, at('backoffBaseMs'), 0);
+  const backoffMaxMs = optionalInt(input.backoffMaxMs, at('backoffMaxMs'), 0);
+  if (backoffBaseMs !== null && backoffMaxMs !== null && backoffMaxMs < backoffBaseMs) {
+    fail(at('backoffMaxMs'), `must be at least backoffBaseMs (${backoffBaseMs}), got ${backoffMaxMs}`);
+  }
+  return {
+    queue: input.queue,
+    kind: input.kind,
+    tenantId,
+    payload,
+    priority,
+    runAt,
+    maxAttempts: optionalInt(input.maxAttempts, at('maxAttempts'), 1),
+    timeoutMs: optionalInt(input.timeoutMs, at('timeoutMs'), 1),
+    heartbeatMs: optionalInt(input.heartbeatMs, at('heartbeatMs'), 1),
+    backoffBaseMs,
+    backoffMaxMs,
+    idempotencyKey: key,
+  };
+}

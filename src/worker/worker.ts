@@ -1,0 +1,482 @@
+/**
+ * A worker process's engine: one claim loop per queue with its own local concurrency (so a queue of
+ * 30-minute jobs never holds a slot a 1-second queue needs), a LISTEN connection that wakes loops
+ * when work arrives and delivers cancels, a lease keeper that heartbeats every running attempt in
+ * one statement, a group-commit completer, and maintenance (promote due jobs, reap expired leases,
+ * refresh limits, sample backlog) every poll interval, which is also the fallback when a NOTIFY is
+ * missed. `stop()` stops claiming, lets handlers finish within a grace period, then hands the rest
+ * back to the queue.
+ */
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import type { Clock } from '../clock.ts';
+import { systemClock } from '../clock.ts';
+import { createLogger, type Logger } from '../log.ts';
+import {
+  jobClaimBatch,
+  jobClaimLimitsGet,
+  jobClaimLock,
+  jobCompleteMany,
+  jobCountsByQueue,
+  jobHeartbeat,
+  jobPromoteDue,
+  jobReapExpired,
+  leaseRenewMany,
+  type AttemptRef,
+  type JobClaimed,
+} from '../store/jobs.ts';
+import { withTransaction, type Pool } from '../store/pool.ts';
+import { Completer } from './completer.ts';
+import { JobCancelledError, LeaseLostError, WorkerShutdownError } from './errors.ts';
+import { runAttempt, type AttemptResult } from './executor.ts';
+import type { HandlerContext, Handlers } from './handler.ts';
+import { Listener } from './listener.ts';
+import { QueueStats, type QueueMetrics } from './metrics.ts';
+import { effectKey, effectOnce } from './once.ts';
+
+export interface QueueOptions {
+  name: string;
+  /** Handlers of this queue running at once in this process. */
+  concurrency: number;
+}
+
+export interface WorkerOptions {
+  pool: Pool;
+  /** For the LISTEN connection, which can not come from the pool. */
+  connectionString: string;
+  handlers: Handlers;
+  queues: QueueOptions[];
+  id?: string;
+  log?: Logger;
+  clock?: Clock;
+  /** Lease length for jobs without their own heartbeat interval (3× that otherwise). Default 30 s. */
+  leaseMs?: number;
+  /** Polling fallback and maintenance interval. Default 1 s. */
+  pollMs?: number;
+  /** How long a handler may run on after its signal fired (deadline, cancel). Default 5 s. */
+  timeoutGraceMs?: number;
+  /** How long stop() waits for running handlers before aborting them. Default 10 s. */
+  shutdownGraceMs?: number;
+  /** Most jobs per claim statement and per completion statement. Default 1,000 (DESIGN.md). */
+  batchSize?: number;
+  /** Run the reaper and the promoter in this process. Default true; each is safe to run anywhere. */
+  maintenance?: boolean;
+}
+
+interface Running {
+  ref: AttemptRef;
+  queue: QueueLoop;
+  controller: AbortController;
+  heartbeatMs: number | null;
+}
+
+class QueueLoop {
+  readonly stats: QueueStats;
+  tenantCursor = '';
+  limited = false;
+  woken = false;
+  waitingForSlot = false;
+  #waiter: (() => void) | undefined;
+
+  constructor(
+    readonly name: string,
+    readonly concurrency: number,
+  ) {
+    this.stats = new QueueStats(name, concurrency);
+  }
+
+  wake(): void {
+    this.woken = true;
+    this.#waiter?.();
+  }
+
+  async sleep(ms: number): Promise<void> {
+    if (this.woken) return;
+    let timer: NodeJS.Timeout | undefined;
+    await new Promise<void>((resolve) => {
+      this.#waiter = resolve;
+      timer = setTimeout(resolve, ms);
+    });
+    clearTimeout(timer);
+    this.#waiter = undefined;
+  }
+}
+
+export class Worker {
+  readonly id: string;
+  readonly #pool: Pool;
+  readonly #handlers: Handlers;
+  readonly #log: Logger;
+  readonly #clock: Clock;
+  readonly #leaseMs: number;
+  readonly #pollMs: number;
+  readonly #timeoutGraceMs: number;
+  readonly #shutdownGraceMs: number;
+  readonly #batch: number;
+  readonly #maintenance: boolean;
+  readonly #queues = new Map<string, QueueLoop>();
+  readonly #running = new Map<number, Running>();
+  readonly #completer: Completer;
+  readonly #listener: Listener;
+  #tenantQuotas = false;
+  #stopping = false;
+  #stopped: Promise<void> | undefined;
+  #loops: Promise<void>[] = [];
+  #idleWaiters: (() => void)[] = [];
+  #timers = new Set<NodeJS.Timeout>();
+  #backgroundStop: (() => void) | undefined;
+  #background: Promise<void>[] = [];
+
+  constructor(options: WorkerOptions) {
+    this.id = options.id ?? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
+    this.#pool = options.pool;
+    this.#handlers = options.handlers;
+    this.#log = (options.log ?? createLogger('worker')).child({ worker: this.id });
+    this.#clock = options.clock ?? systemClock;
+    this.#leaseMs = options.leaseMs ?? 30_000;
+    this.#pollMs = options.pollMs ?? 1000;
+    this.#timeoutGraceMs = options.timeoutGraceMs ?? 5000;
+    this.#shutdownGraceMs = options.shutdownGraceMs ?? 10_000;
+    this.#batch = options.batchSize ?? 1000;
+    this.#maintenance = options.maintenance ?? true;
+    if (options.queues.length === 0) throw new TypeError('queues: at least one queue is required');
+    for (const q of options.queues) {
+      if (!Number.isInteger(q.concurrency) || q.concurrency < 1) {
+        throw new TypeError(`queues.${q.name}.concurrency: must be a positive integer, got ${q.concurrency}`);
+      }
+      if (this.#queues.has(q.name)) throw new TypeError(`queues.${q.name}: listed twice`);
+      this.#queues.set(q.name, new QueueLoop(q.name, q.concurrency));
+    }
+    this.#completer = new Completer(this.#pool, this.id, this.#log, this.#batch);
+    this.#listener = new Listener(
+      options.connectionString,
+      {
+        onJobs: (queue) => this.#queues.get(queue)?.wake(),
+        onCancel: (jobId) => this.#cancelLocal(jobId),
+        onReconnect: () => {
+          for (const q of this.#queues.values()) q.wake();
+        },
+      },
+      this.#log,
+    );
+  }
+
+  async start(): Promise<void> {
+    await this.#listener.start();
+    await this.#refreshLimits();
+    for (const q of this.#queues.values()) this.#loops.push(this.#claimLoop(q));
+    const stopSignal = new Promise<void>((resolve) => (this.#backgroundStop = resolve));
+    this.#background.push(this.#leaseLoop(stopSignal), this.#maintenanceLoop(stopSignal));
+    this.#log.info(
+      { queues: [...this.#queues.values()].map((q) => `${q.name}(${q.concurrency})`) },
+      'worker started',
+    );
+  }
+
+  metrics(): QueueMetrics[] {
+    return [...this.#queues.values()].map((q) => q.stats.snapshot());
+  }
+
+  /** Attempts running in this process right now. */
+  get runningCount(): number {
+    return this.#running.size;
+  }
+
+  stop(): Promise<void> {
+    this.#stopped ??= this.#stop();
+    return this.#stopped;
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.stop();
+  }
+
+  async #stop(): Promise<void> {
+    this.#stopping = true;
+    for (const q of this.#queues.values()) q.wake();
+    await Promise.all(this.#loops);
+    if (!(await this.#waitIdle(this.#shutdownGraceMs))) {
+      this.#log.warn({ running: this.#running.size }, 'shutdown grace over; aborting and releasing the rest');
+      for (const r of this.#running.values()) {
+        r.controller.abort(new WorkerShutdownError('worker shutting down'));
+      }
+      await this.#waitIdle(Number.POSITIVE_INFINITY);
+    }
+    await this.#completer.flush();
+    this.#backgroundStop?.();
+    await Promise.all(this.#background);
+    for (const t of this.#timers) clearTimeout(t);
+    await this.#listener.stop();
+    this.#log.info('worker stopped');
+  }
+
+  #waitIdle(ms: number): Promise<boolean> {
+    if (this.#running.size === 0) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const timer = Number.isFinite(ms) ? setTimeout(() => resolve(false), ms) : undefined;
+      this.#idleWaiters.push(() => {
+        clearTimeout(timer);
+        resolve(true);
+      });
+    });
+  }
+
+  // ---- claiming -------------------------------------------------------------------------------
+
+  async #claimLoop(q: QueueLoop): Promise<void> {
+    let errorDelayMs = 100;
+    while (!this.#stopping) {
+      const free = q.concurrency - q.stats.running;
+      if (free <= 0) {
+        q.waitingForSlot = true;
+        await q.sleep(this.#pollMs);
+        q.waitingForSlot = false;
+        q.woken = false;
+        continue;
+      }
+      q.woken = false;
+      const limit = Math.min(free, this.#batch);
+      let jobs: JobClaimed[];
+      try {
+        jobs = await this.#claim(q, limit);
+        errorDelayMs = 100;
+      } catch (error) {
+        this.#log.warn({ err: error, queue: q.name, retryInMs: errorDelayMs }, 'claim failed');
+        await q.sleep(errorDelayMs);
+        errorDelayMs = Math.min(errorDelayMs * 2, 5000);
+        continue;
+      }
+      for (const job of jobs) this.#start(q, job);
+      if (this.#stopping) break;
+      // A full batch suggests more is waiting; otherwise sleep until a NOTIFY, a free slot or the poll.
+      if (jobs.length < limit) await q.sleep(this.#pollMs);
+    }
+  }
+
+  async #claim(q: QueueLoop, limit: number): Promise<JobClaimed[]> {
+    const t0 = this.#clock.monotonicMs();
+    const params = {
+      queue: q.name,
+      limit,
+      owner: this.id,
+      leaseMs: this.#leaseMs,
+      tenantCursor: q.tenantCursor,
+    };
+    const quotas = this.#tenantQuotas;
+    const jobs =
+      q.limited || quotas
+        ? await withTransaction(this.#pool, async (tx) => {
+            await jobClaimLock(tx, q.name, quotas);
+            return jobClaimBatch(tx, { ...params, limited: true });
+          })
+        : await jobClaimBatch(this.#pool, { ...params, limited: false });
+    q.stats.claimLatency.add(this.#clock.monotonicMs() - t0);
+    q.tenantCursor = nextTenantCursor(q.tenantCursor, jobs);
+    return jobs;
+  }
+
+  // ---- executing ------------------------------------------------------------------------------
+
+  #start(q: QueueLoop, job: JobClaimed): void {
+    const ref = { id: job.id, attempt: job.attempt };
+    const controller = new AbortController();
+    const entry: Running = { ref, queue: q, controller, heartbeatMs: job.heartbeatMs };
+    this.#running.set(job.id, entry);
+    q.stats.running++;
+    q.stats.claimed++;
+    q.stats.startLag.add(job.startLagMs);
+    let completed = false;
+    const context: HandlerContext = {
+      jobId: job.id,
+      queue: job.queue,
+      kind: job.kind,
+      tenantId: job.tenantId,
+      payload: job.payload,
+      attempt: job.attempt,
+      maxAttempts: job.maxAttempts,
+      idempotencyKey: job.idempotencyKey,
+      signal: controller.signal,
+      heartbeat: async (progress?: unknown) => {
+        const renewed = await jobHeartbeat(this.#pool, this.id, ref, this.#leaseMs, progress);
+        if (renewed === undefined) {
+          const lost = new LeaseLostError(
+            `job ${job.id} attempt ${job.attempt} is no longer owned by ${this.id}`,
+          );
+          controller.abort(lost);
+          throw lost;
+        }
+        if (renewed.cancelRequested) controller.abort(new JobCancelledError(`job ${job.id} was cancelled`));
+      },
+      transaction: async (fn) => {
+        const value = await withTransaction(this.#pool, async (tx) => {
+          const result = await fn(tx);
+          const done = await jobCompleteMany(tx, this.id, [ref]);
+          if (done.length === 0) {
+            throw new LeaseLostError(`job ${job.id} attempt ${job.attempt} is no longer owned by ${this.id}`);
+          }
+          return result;
+        });
+        completed = true;
+        return value;
+      },
+      once: (name, fn) =>
+        effectOnce(
+          this.#pool,
+          effectKey(job.queue, job.idempotencyKey, name),
+          { jobId: job.id, attempt: job.attempt },
+          fn,
+        ),
+    };
+    void runAttempt({
+      handler: this.#handlers[job.kind],
+      context,
+      controller,
+      timeoutMs: job.timeoutMs,
+      graceMs: this.#timeoutGraceMs,
+      completed: () => completed,
+    }).then((result) => this.#finish(entry, result));
+  }
+
+  #finish(entry: Running, result: AttemptResult): void {
+    const { queue: q, ref } = entry;
+    this.#running.delete(ref.id);
+    q.stats.running--;
+    switch (result.kind) {
+      case 'succeeded':
+        q.stats.outcomes.succeeded++;
+        this.#completer.succeed(ref);
+        break;
+      case 'completed':
+        q.stats.outcomes.succeeded++;
+        break;
+      case 'failed':
+        q.stats.outcomes[result.outcome]++;
+        this.#completer.fail({
+          ...ref,
+          outcome: result.outcome,
+          error: result.error,
+          retryable: result.retryable,
+        });
+        break;
+      case 'lost':
+        q.stats.outcomes.lease_lost++;
+        this.#log.warn({ job: ref.id, attempt: ref.attempt }, 'lease lost; the attempt result is discarded');
+        break;
+      case 'released':
+        q.stats.outcomes.released++;
+        this.#completer.release(ref);
+        break;
+    }
+    // setImmediate: every handler settling in this turn frees its slot before the loop claims again.
+    if (q.waitingForSlot) setImmediate(() => q.wake());
+    if (this.#running.size === 0) for (const done of this.#idleWaiters.splice(0)) done();
+  }
+
+  #cancelLocal(jobId: number): void {
+    this.#running.get(jobId)?.controller.abort(new JobCancelledError(`job ${jobId} was cancelled`));
+  }
+
+  // ---- background: leases and maintenance -----------------------------------------------------
+
+  #sleep(ms: number, stop: Promise<void>): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.#timers.delete(timer);
+        resolve();
+      }, ms);
+      this.#timers.add(timer);
+      void stop.then(() => {
+        clearTimeout(timer);
+        this.#timers.delete(timer);
+        resolve();
+      });
+    });
+  }
+
+  async #leaseLoop(stop: Promise<void>): Promise<void> {
+    let stopped = false;
+    void stop.then(() => (stopped = true));
+    while (!stopped) {
+      let interval = this.#leaseMs / 3;
+      for (const r of this.#running.values())
+        if (r.heartbeatMs !== null) interval = Math.min(interval, r.heartbeatMs);
+      await this.#sleep(interval, stop);
+      if (stopped || this.#running.size === 0) continue;
+      const entries = [...this.#running.values()];
+      try {
+        const renewed = await leaseRenewMany(
+          this.#pool,
+          this.id,
+          entries.map((e) => e.ref),
+          this.#leaseMs,
+        );
+        const byId = new Map(renewed.map((r) => [r.id, r]));
+        for (const e of entries) {
+          const r = byId.get(e.ref.id);
+          if (r === undefined) {
+            e.controller.abort(new LeaseLostError(`job ${e.ref.id} attempt ${e.ref.attempt}: lease lost`));
+          } else if (r.cancelRequested) {
+            e.controller.abort(new JobCancelledError(`job ${e.ref.id} was cancelled`));
+          }
+        }
+      } catch (error) {
+        // Not fatal by itself: the leases run 3 heartbeats long; the next tick retries.
+        this.#log.warn({ err: error, running: entries.length }, 'lease renewal failed');
+      }
+    }
+  }
+
+  async #maintenanceLoop(stop: Promise<void>): Promise<void> {
+    let stopped = false;
+    void stop.then(() => (stopped = true));
+    let tick = 0;
+    while (!stopped) {
+      await this.#sleep(this.#pollMs, stop);
+      if (stopped) break;
+      try {
+        if (this.#maintenance) {
+          while ((await jobPromoteDue(this.#pool, this.#batch)) === this.#batch && !stopped);
+          const reaped = await jobReapExpired(this.#pool, this.#batch);
+          if (reaped.length > 0) this.#log.warn({ reaped }, 'returned jobs whose lease expired');
+        }
+        await this.#refreshLimits();
+        if (tick++ % 5 === 0) {
+          for (const c of await jobCountsByQueue(this.#pool, [...this.#queues.keys()])) {
+            const q = this.#queues.get(c.queue);
+            if (q !== undefined) q.stats.backlog = c.backlog;
+          }
+        }
+      } catch (error) {
+        this.#log.warn({ err: error }, 'maintenance failed');
+      }
+    }
+  }
+
+  async #refreshLimits(): Promise<void> {
+    const limits = await jobClaimLimitsGet(this.#pool, [...this.#queues.keys()]);
+    this.#tenantQuotas = limits.tenantQuotas;
+    for (const q of this.#queues.values()) {
+      const limited = limits.limitedQueues.has(q.name);
+      if (limited !== q.limited) q.wake();
+      q.limited = limited;
+    }
+  }
+}
+
+/**
+ * Where the next claim's tenant rotation starts: after the last tenant served, in rotation order
+ * (tenants after the cursor first, then from the start). Only matters when more tenants have work
+ * than fit in one batch.
+ */
+export function nextTenantCursor(cursor: string, jobs: readonly { tenantId: string }[]): string {
+  let last: string | undefined;
+  let lastWrapped = false;
+  for (const { tenantId } of jobs) {
+    const wrapped = tenantId <= cursor;
+    if (last === undefined || (wrapped && !lastWrapped) || (wrapped === lastWrapped && tenantId > last)) {
+      last = tenantId;
+      lastWrapped = wrapped;
+    }
+  }
+  return last ?? cursor;
+}
