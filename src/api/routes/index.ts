@@ -1,7 +1,10 @@
 /** The /v1 resource routes beyond administration, one module per resource. */
 import type { Api } from '../app.ts';
 import type { RouteDeps } from '../server.ts';
+import { deadLetterRoutes } from './dead-letter.ts';
+import { jobRoutes } from './jobs.ts';
+import { workerRoutes } from './workers.ts';
 
 export type RouteModule = (app: Api, deps: RouteDeps) => void;
 
-export const routeModules: RouteModule[] = [];
+export const routeModules: RouteModule[] = [jobRoutes, deadLetterRoutes, workerRoutes];

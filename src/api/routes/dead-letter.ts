@@ -1,0 +1,107 @@
+/** The dead letter: jobs that exhausted their attempts (or failed without retry), listed and re-run. */
+import { Type } from '@sinclair/typebox';
+import { jobDeadIdsSearch, jobIdsInTenant, jobSearch } from '../../store/job-search.ts';
+import { jobRetryMany } from '../../store/jobs.ts';
+import type { Api } from '../app.ts';
+import { tenantScope } from '../auth.ts';
+import { badRequest } from '../errors.ts';
+import { JobSchema, jobJson } from '../job-json.ts';
+import { JobId, QueueName, TenantId, withErrors } from '../schemas.ts';
+import type { RouteDeps } from '../server.ts';
+
+const MAX_RETRY = 1000;
+
+export function deadLetterRoutes(app: Api, deps: RouteDeps): void {
+  const { pool } = deps;
+
+  app.get(
+    '/v1/dead-letter',
+    {
+      schema: {
+        summary: 'List dead jobs, newest first',
+        tags: ['dead-letter'],
+        querystring: Type.Object(
+          {
+            queue: Type.Optional(QueueName),
+            kind: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+            tenantId: Type.Optional(TenantId),
+            before: Type.Optional(JobId),
+            limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 100 })),
+          },
+          { additionalProperties: false },
+        ),
+        response: withErrors({
+          200: Type.Object({ items: Type.Array(JobSchema), next: Type.Union([Type.Integer(), Type.Null()]) }),
+        }),
+      },
+    },
+    async (request) => {
+      const q = request.query;
+      const limit = q.limit ?? 100;
+      const rows = await jobSearch(pool, {
+        tenantId: tenantScope(request, q.tenantId),
+        queue: q.queue,
+        kind: q.kind,
+        state: 'dead',
+        beforeId: q.before,
+        limit,
+      });
+      return { items: rows.map(jobJson), next: rows.length === limit ? (rows.at(-1)?.id ?? null) : null };
+    },
+  );
+
+  app.post(
+    '/v1/dead-letter/retry',
+    {
+      schema: {
+        summary: 'Re-run dead jobs, by ids or by filter (up to 1,000 per call)',
+        tags: ['dead-letter'],
+        body: Type.Object(
+          {
+            ids: Type.Optional(Type.Array(JobId, { minItems: 1, maxItems: MAX_RETRY })),
+            queue: Type.Optional(QueueName),
+            kind: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+            tenantId: Type.Optional(TenantId),
+            limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_RETRY, default: 100 })),
+            extraAttempts: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 1 })),
+          },
+          { additionalProperties: false },
+        ),
+        response: withErrors({
+          200: Type.Object({
+            retried: Type.Array(Type.Integer()),
+            notRetried: Type.Array(Type.Integer(), {
+              description: 'ids asked for that are not dead (or not visible to this token)',
+            }),
+          }),
+        }),
+      },
+    },
+    async (request) => {
+      const b = request.body;
+      const tenant = tenantScope(request, b.tenantId);
+      if (b.ids !== undefined && (b.queue !== undefined || b.kind !== undefined || b.limit !== undefined)) {
+        throw badRequest([
+          { field: 'body.ids', reason: 'give ids or a filter (queue, kind, limit), not both' },
+        ]);
+      }
+      const ids =
+        b.ids === undefined
+          ? await jobDeadIdsSearch(pool, {
+              tenantId: tenant,
+              queue: b.queue,
+              kind: b.kind,
+              limit: b.limit ?? 100,
+            })
+          : // Only dead ones: jobRetryMany would also re-run cancelled and failed jobs.
+            await jobIdsInTenant(pool, [...new Set(b.ids)], tenant, 'dead');
+      const retried = await jobRetryMany(pool, ids, b.extraAttempts ?? 1);
+      const done = new Set(retried);
+      const asked = b.ids ?? ids;
+      return {
+        retried: retried.sort((x, y) => x - y),
+        notRetried: [...new Set(asked)].filter((id) => !done.has(id)),
+      };
+    },
+  );
+}

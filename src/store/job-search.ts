@@ -1,0 +1,81 @@
+/**
+ * The API's reads of `jobs`: filtered, tenant-scoped, paged listings (newest first) and the
+ * dead-letter selection for bulk re-runs. The worker layer's own statements stay in jobs.ts.
+ */
+import type { JobRow, JobState } from './jobs.ts';
+import type { Queryable } from './pool.ts';
+
+const JOB_COLUMNS = `id, queue, kind, tenant_id AS "tenantId", payload, priority, state, run_at AS "runAt",
+  attempt, max_attempts AS "maxAttempts", timeout_ms AS "timeoutMs", heartbeat_ms AS "heartbeatMs",
+  backoff_base_ms AS "backoffBaseMs", backoff_max_ms AS "backoffMaxMs", idempotency_key AS "idempotencyKey",
+  lease_owner AS "leaseOwner", lease_expires_at AS "leaseExpiresAt", progress, heartbeat_at AS "heartbeatAt",
+  last_error AS "lastError", schedule_id AS "scheduleId", cancel_requested_at AS "cancelRequestedAt",
+  created_at AS "createdAt", started_at AS "startedAt", finished_at AS "finishedAt"`;
+
+export interface JobSearchFilter {
+  tenantId?: string;
+  queue?: string;
+  state?: JobState;
+  kind?: string;
+  /** created_at ≥ this */
+  createdFrom?: Date;
+  /** created_at < this */
+  createdTo?: Date;
+  /** Ids below this one: the cursor of the previous page. */
+  beforeId?: number;
+  limit: number;
+}
+
+/** Newest first by id (the primary key), so paging costs one index range per page. */
+export async function jobSearch(db: Queryable, f: JobSearchFilter): Promise<JobRow[]> {
+  const { rows } = await db.query<JobRow>({
+    name: 'jobSearch',
+    text: `SELECT ${JOB_COLUMNS} FROM jobs
+            WHERE ($1::text IS NULL OR tenant_id = $1) AND ($2::text IS NULL OR queue = $2)
+              AND ($3::text IS NULL OR state = $3) AND ($4::text IS NULL OR kind = $4)
+              AND ($5::timestamptz IS NULL OR created_at >= $5) AND ($6::timestamptz IS NULL OR created_at < $6)
+              AND ($7::bigint IS NULL OR id < $7)
+            ORDER BY id DESC LIMIT $8`,
+    values: [
+      f.tenantId ?? null,
+      f.queue ?? null,
+      f.state ?? null,
+      f.kind ?? null,
+      f.createdFrom ?? null,
+      f.createdTo ?? null,
+      f.beforeId ?? null,
+      f.limit,
+    ],
+  });
+  return rows;
+}
+
+/** Which of these ids exist in the tenant (any tenant, for undefined), optionally in one state. */
+export async function jobIdsInTenant(
+  db: Queryable,
+  ids: readonly number[],
+  tenantId: string | undefined,
+  state?: JobState,
+): Promise<number[]> {
+  if (ids.length === 0) return [];
+  const { rows } = await db.query<{ id: number }>(
+    `SELECT id FROM jobs WHERE id = ANY ($1::bigint[]) AND ($2::text IS NULL OR tenant_id = $2)
+        AND ($3::text IS NULL OR state = $3) ORDER BY id`,
+    [ids, tenantId ?? null, state ?? null],
+  );
+  return rows.map((r) => r.id);
+}
+
+/** Dead jobs matching a filter, oldest death first (jobs_dead_idx), for a bulk re-run. */
+export async function jobDeadIdsSearch(
+  db: Queryable,
+  f: { tenantId?: string; queue?: string; kind?: string; limit: number },
+): Promise<number[]> {
+  const { rows } = await db.query<{ id: number }>(
+    `SELECT id FROM jobs WHERE state = 'dead' AND ($1::text IS NULL OR tenant_id = $1)
+        AND ($2::text IS NULL OR queue = $2) AND ($3::text IS NULL OR kind = $3)
+      ORDER BY finished_at, id LIMIT $4`,
+    [f.tenantId ?? null, f.queue ?? null, f.kind ?? null, f.limit],
+  );
+  return rows.map((r) => r.id);
+}
