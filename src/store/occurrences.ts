@@ -53,6 +53,8 @@ export interface MaterialiseResult {
   inserted: number;
   jobs: number;
   advanced: number;
+  /** Ids of the jobs inserted, in no particular order. */
+  jobIds: number[];
 }
 
 export async function occurrenceMaterialise(
@@ -67,6 +69,7 @@ export async function occurrenceMaterialise(
     inserted: number;
     jobs: number;
     advanced: number;
+    job_ids: (number | string)[];
   }>({
     name: 'occurrenceMaterialise',
     text: `WITH fence AS (
@@ -138,7 +141,8 @@ export async function occurrenceMaterialise(
                   (SELECT count(*) FROM occ)::int AS inserted,
                   (SELECT count(*) FROM job)::int AS jobs,
                   (SELECT count(*) FROM cancelled)::int AS cancelled,
-                  (SELECT count(*) FROM advance)::int AS advanced`,
+                  (SELECT count(*) FROM advance)::int AS advanced,
+                  (SELECT coalesce(array_agg(id), '{}') FROM job) AS job_ids`,
     values: [
       fence?.lease ?? null,
       fence?.holder ?? null,
@@ -166,6 +170,7 @@ export async function occurrenceMaterialise(
     inserted: row.inserted,
     jobs: row.jobs,
     advanced: row.advanced,
+    jobIds: row.job_ids.map(Number),
   };
 }
 

@@ -1,0 +1,139 @@
+/**
+ * From a due schedule to its ledger rows: which occurrences run, which are missed (misfire policy,
+ * starting deadline) and which are skipped (overlap policy), and where the schedule resumes. Pure:
+ * the time core (src/schedule/) makes each decision; this file only turns them into rows.
+ */
+import {
+  compileSchedule,
+  decideOverlap,
+  jitterOffsetMs,
+  planMisfire,
+  type CompiledSchedule,
+} from '../schedule/index.ts';
+import type { OccurrenceInput, ScheduleAdvance } from '../store/occurrences.ts';
+import type { ScheduleRow } from '../store/schedules.ts';
+import type { ScheduledJobActivity } from '../store/scheduled-jobs.ts';
+
+/** A schedule as the leader holds it: the row and its compiled time rule. */
+export interface CachedSchedule {
+  row: ScheduleRow;
+  compiled: CompiledSchedule;
+}
+
+export function compileRow(row: ScheduleRow): CompiledSchedule {
+  return compileSchedule({
+    spec: row.spec,
+    timeZone: row.timeZone,
+    dstGap: row.dstGap,
+    dstOverlap: row.dstOverlap ?? undefined,
+    anchor: row.anchorAt,
+  });
+}
+
+/** The job key of a scheduled occurrence: the same on every attempt by every leader. */
+export function occurrenceKey(scheduleId: string, fireAt: Date): string {
+  return `occurrence:${scheduleId}:${fireAt.toISOString()}`;
+}
+
+export interface SchedulePlan {
+  items: OccurrenceInput[];
+  advance: ScheduleAdvance;
+  /** Lateness of each enqueued occurrence at decision time, for the lag metric. */
+  lagsMs: number[];
+}
+
+/**
+ * Plans one due schedule at `nowMs`. `activity` is its queued/running jobs (needed only when the
+ * overlap policy is not `allow`).
+ */
+export function planSchedule(
+  s: CachedSchedule,
+  nowMs: number,
+  activity: ScheduledJobActivity | undefined,
+): SchedulePlan {
+  const { row, compiled } = s;
+  if (row.nextFireAt === null) throw new Error(`schedule ${row.id}: planned without a next fire time`);
+  const now = new Date(nowMs);
+  // next_fire_at is the first undecided occurrence (a resume moves it past the paused stretch, so
+  // last_fire_at is not the place to count from).
+  const plan = planMisfire({
+    schedule: compiled,
+    lastFireAt: new Date(row.nextFireAt.getTime() - 1),
+    now,
+    policy: row.misfirePolicy,
+    cap: row.misfireCap,
+    startingDeadlineMs: row.startingDeadlineMs ?? undefined,
+  });
+  const items: OccurrenceInput[] = [];
+  const lagsMs: number[] = [];
+  let lastFireAt = new Date(row.nextFireAt.getTime() - 1);
+  const base = { scheduleId: row.id, version: row.version, source: 'schedule' as const };
+
+  if (plan.unlistedThrough !== null) {
+    items.push({
+      ...base,
+      fireAt: plan.unlistedThrough,
+      state: 'missed',
+      reason: `misfire cap ${row.misfireCap}: every occurrence from ${row.nextFireAt.toISOString()} through this instant was missed and is not listed`,
+      runAt: null,
+      idempotencyKey: null,
+      cancelPrevious: false,
+    });
+    lastFireAt = plan.unlistedThrough;
+  }
+  for (const fireAt of plan.missed) {
+    items.push({
+      ...base,
+      fireAt,
+      state: 'missed',
+      reason: missedReason(row, nowMs - fireAt.getTime()),
+      runAt: null,
+      idempotencyKey: null,
+      cancelPrevious: false,
+    });
+  }
+  let running = (activity?.running ?? 0) > 0;
+  let waiting = activity?.waiting ?? 0;
+  for (const fireAt of plan.run) {
+    const decision = decideOverlap(row.overlapPolicy, { previousRunning: running, waiting });
+    if (decision === 'skip') {
+      items.push({
+        ...base,
+        fireAt,
+        state: 'skipped',
+        reason: `overlap policy ${row.overlapPolicy}: the previous run is still ${running ? 'running' : 'queued'}`,
+        runAt: null,
+        idempotencyKey: null,
+        cancelPrevious: false,
+      });
+      continue;
+    }
+    items.push({
+      ...base,
+      fireAt,
+      state: 'enqueued',
+      reason: decision === 'run' ? null : `overlap policy ${row.overlapPolicy}: ${decision}`,
+      runAt: new Date(fireAt.getTime() + jitterOffsetMs(row.id, row.jitterMs)),
+      idempotencyKey: occurrenceKey(row.id, fireAt),
+      cancelPrevious: decision === 'cancel_previous_then_run',
+    });
+    lagsMs.push(nowMs - fireAt.getTime());
+    if (decision === 'cancel_previous_then_run') running = false;
+    waiting++;
+  }
+  for (const item of items) if (item.fireAt > lastFireAt) lastFireAt = item.fireAt;
+  items.sort((a, b) => a.fireAt.getTime() - b.fireAt.getTime());
+  return {
+    items,
+    advance: { scheduleId: row.id, version: row.version, nextFireAt: plan.next, lastFireAt },
+    lagsMs,
+  };
+}
+
+function missedReason(row: ScheduleRow, latenessMs: number): string {
+  const late = `${(latenessMs / 1000).toFixed(1)} s late`;
+  if (row.startingDeadlineMs !== null && latenessMs > row.startingDeadlineMs) {
+    return `starting deadline ${row.startingDeadlineMs} ms passed (${late})`;
+  }
+  return `misfire policy ${row.misfirePolicy} (${late})`;
+}
