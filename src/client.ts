@@ -6,6 +6,7 @@ import type { Clock } from './clock.ts';
 import { systemClock } from './clock.ts';
 import { createPool, type Pool } from './store/pool.ts';
 import { ScheduleClient } from './scheduler/schedule-client.ts';
+import { ScheduleClient } from './scheduler/schedule-client.ts';
 import { JobClient } from './worker/job-client.ts';
 
 export interface ClientOptions {
@@ -23,6 +24,8 @@ export class Client {
   readonly jobs: JobClient;
   /** Schedules: create, update, pause, resume, delete, trigger now, list, occurrences. */
   readonly schedules: ScheduleClient;
+  /** Schedules: create, update, pause, resume, delete, trigger now, list, occurrences. */
+  readonly schedules: ScheduleClient;
   readonly #ownsPool: boolean;
 
   constructor(options: ClientOptions) {
@@ -38,6 +41,7 @@ export class Client {
       this.#ownsPool = true;
     }
     this.clock = options.clock ?? systemClock;
+    this.schedules = new ScheduleClient(this.pool, this.clock);
     this.schedules = new ScheduleClient(this.pool, this.clock);
     this.jobs = new JobClient(this.pool);
   }

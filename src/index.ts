@@ -1,6 +1,17 @@
 /** The public surface of `import … from 'tidemark'`. */
 export { Client, type ClientOptions } from './client.ts';
 export { FakeClock, systemClock, type Clock } from './clock.ts';
+export {
+  ScheduleClient,
+  ScheduleInputError,
+  ScheduleNotFoundError,
+  type Occurrence,
+  type Schedule,
+  type ScheduleInput,
+  type ScheduleUpdate,
+} from './scheduler/schedule-client.ts';
+export { Scheduler, SCHEDULER_DEFAULTS, type SchedulerOptions } from './scheduler/scheduler.ts';
+export type { SchedulerMetricsSnapshot } from './scheduler/metrics.ts';
 export { Worker, type WorkerOptions, type QueueOptions } from './worker/worker.ts';
 export type { Handler, HandlerContext, Handlers } from './worker/handler.ts';
 export {

@@ -12,6 +12,7 @@ export interface Command {
 const commands: Record<string, () => Promise<Command>> = {
   dev: async () => (await import('./dev.ts')).command,
   migrate: async () => (await import('./migrate.ts')).command,
+  scheduler: async () => (await import('./scheduler.ts')).command,
   worker: async () => (await import('./worker.ts')).command,
   api: async () => (await import('./api.ts')).command,
 };
