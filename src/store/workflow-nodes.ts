@@ -1,0 +1,423 @@
+/**
+ * Statements on `workflow_nodes` and `workflow_edges`. Every statement takes arrays of ids and works
+ * on a whole batch at once (`= ANY($1)` on an index), never one node per statement: a completion
+ * batch of 1,000 jobs costs the same handful of statements as a batch of one.
+ */
+import type { Queryable } from './pool.ts';
+
+export const NodeState = {
+  pending: 'pending',
+  queued: 'queued',
+  waiting: 'waiting',
+  succeeded: 'succeeded',
+  failed: 'failed',
+  skipped: 'skipped',
+  cancelled: 'cancelled',
+} as const;
+export type NodeState = (typeof NodeState)[keyof typeof NodeState];
+
+export interface WorkflowNodeInsert {
+  key: string;
+  type: 'job' | 'signal';
+  queue: string | null;
+  kind: string | null;
+  payload: unknown;
+  priority: number;
+  maxAttempts: number;
+  timeoutMs: number | null;
+  signalName: string | null;
+  signalTimeoutMs: number | null;
+  onTimeout: 'fail' | 'default' | null;
+  defaultOutput: unknown;
+  /** Indexes into the same array. */
+  parents: number[];
+}
+
+/** A node row as the release code sees it. */
+export interface NodeRef {
+  id: number;
+  workflow_id: string;
+  type: 'job' | 'signal';
+}
+
+function jsonText(value: unknown): string | null {
+  return value === null || value === undefined ? null : JSON.stringify(value);
+}
+
+/**
+ * Inserts every node and edge of a workflow in one statement: node ids are drawn from the sequence
+ * up front so edges (sent as index pairs) can be joined to them by position. Returns the nodes with
+ * no dependencies, which the caller releases in the same transaction.
+ */
+export async function workflowNodeInsertMany(
+  q: Queryable,
+  workflowId: string,
+  nodes: WorkflowNodeInsert[],
+): Promise<NodeRef[]> {
+  const parentIdx: number[] = [];
+  const childIdx: number[] = [];
+  nodes.forEach((n, i) => {
+    for (const p of n.parents) {
+      parentIdx.push(p + 1);
+      childIdx.push(i + 1);
+    }
+  });
+  const { rows } = await q.query<NodeRef>(
+    `WITH src AS MATERIALIZED (
+       SELECT nextval(pg_get_serial_sequence('workflow_nodes', 'id')) AS id, u.*
+       FROM unnest($2::text[], $3::text[], $4::int[], $5::text[], $6::text[], $7::text[], $8::int[], $9::int[],
+                   $10::int[], $11::text[], $12::int[], $13::text[], $14::text[])
+            WITH ORDINALITY AS u(key, type, deps, queue, kind, payload, priority, max_attempts, timeout_ms,
+                                 signal_name, signal_timeout_ms, on_timeout, default_output, ord)
+     ), nodes AS (
+       INSERT INTO workflow_nodes (id, workflow_id, key, type, pending_deps, queue, kind, payload, priority,
+                                   max_attempts, timeout_ms, signal_name, signal_timeout_ms, on_timeout, default_output)
+       OVERRIDING SYSTEM VALUE
+       SELECT id, $1, key, type, deps, queue, kind, payload::jsonb, priority, max_attempts, timeout_ms,
+              signal_name, signal_timeout_ms, on_timeout, default_output::jsonb
+       FROM src
+     ), edges AS (
+       INSERT INTO workflow_edges (parent_id, child_id)
+       SELECT p.id, c.id
+       FROM unnest($15::int[], $16::int[]) AS e(p, c)
+       JOIN src p ON p.ord = e.p
+       JOIN src c ON c.ord = e.c
+     )
+     SELECT id, $1 AS workflow_id, type FROM src WHERE deps = 0 ORDER BY ord`,
+    [
+      workflowId,
+      nodes.map((n) => n.key),
+      nodes.map((n) => n.type),
+      nodes.map((n) => n.parents.length),
+      nodes.map((n) => n.queue),
+      nodes.map((n) => n.kind),
+      nodes.map((n) => jsonText(n.payload)),
+      nodes.map((n) => n.priority),
+      nodes.map((n) => n.maxAttempts),
+      nodes.map((n) => n.timeoutMs),
+      nodes.map((n) => n.signalName),
+      nodes.map((n) => n.signalTimeoutMs),
+      nodes.map((n) => n.onTimeout),
+      nodes.map((n) => jsonText(n.defaultOutput)),
+      parentIdx,
+      childIdx,
+    ],
+  );
+  return rows;
+}
+
+/** Marks the nodes of these jobs succeeded (only those still queued: a second report is a no-op). */
+export async function workflowNodeSucceedByJobs(q: Queryable, jobIds: number[]): Promise<NodeRef[]> {
+  const { rows } = await q.query<NodeRef>(
+    `UPDATE workflow_nodes SET state = 'succeeded', finished_at = now()
+     WHERE job_id = ANY($1::bigint[]) AND state = 'queued'
+     RETURNING id, workflow_id, type`,
+    [jobIds],
+  );
+  return rows;
+}
+
+/** Marks the nodes of these jobs failed, with the job's last error. */
+export async function workflowNodeFailByJobs(
+  q: Queryable,
+  jobIds: number[],
+): Promise<(NodeRef & { key: string })[]> {
+  const { rows } = await q.query<NodeRef & { key: string }>(
+    `UPDATE workflow_nodes n SET state = 'failed', finished_at = now(), error = j.last_error
+     FROM jobs j
+     WHERE n.job_id = ANY($1::bigint[]) AND n.state = 'queued' AND j.id = n.job_id
+     RETURNING n.id, n.workflow_id, n.type, n.key`,
+    [jobIds],
+  );
+  return rows;
+}
+
+/**
+ * Decrements each child of these just-succeeded nodes once per finished parent and returns the
+ * pending children that reached zero. The parent that brings a child to zero is recorded as the
+ * child's critical-path link.
+ */
+export async function workflowNodeChildrenDecrement(q: Queryable, parentIds: number[]): Promise<NodeRef[]> {
+  const { rows } = await q.query<NodeRef>(
+    `WITH d AS (
+       SELECT child_id, count(*)::int AS n, max(parent_id) AS parent
+       FROM workflow_edges WHERE parent_id = ANY($1::bigint[])
+       GROUP BY child_id
+     ), u AS (
+       UPDATE workflow_nodes c SET
+         pending_deps = c.pending_deps - d.n,
+         released_by = CASE WHEN c.pending_deps = d.n THEN d.parent ELSE c.released_by END
+       FROM d
+       WHERE c.id = d.child_id
+       RETURNING c.id, c.workflow_id, c.type, c.state, c.pending_deps
+     )
+     SELECT id, workflow_id, type FROM u WHERE pending_deps = 0 AND state = 'pending' ORDER BY id`,
+    [parentIds],
+  );
+  return rows;
+}
+
+/**
+ * Creates the jobs of these ready job nodes and marks the nodes queued, in one statement. Job ids
+ * are drawn from the jobs sequence first so each node learns its job without a second lookup. The
+ * job's idempotency key is `workflow:<workflow id>:<node id>:<run>`: stable across the job's own
+ * retries, new when a resume runs the node again.
+ */
+export async function workflowNodeJobsCreate(q: Queryable, nodeIds: number[]): Promise<number> {
+  if (nodeIds.length === 0) return 0;
+  const { rowCount } = await q.query(
+    `WITH r AS MATERIALIZED (
+       SELECT n.id AS node_id, nextval(pg_get_serial_sequence('jobs', 'id')) AS job_id, n.runs + 1 AS run,
+              n.queue, n.kind, w.tenant_id, n.payload, n.priority, n.max_attempts, n.timeout_ms, n.workflow_id
+       FROM workflow_nodes n JOIN workflows w ON w.id = n.workflow_id
+       WHERE n.id = ANY($1::bigint[]) AND n.type = 'job' AND n.state = 'pending'
+     ), j AS (
+       INSERT INTO jobs (id, queue, kind, tenant_id, payload, priority, max_attempts, timeout_ms, idempotency_key)
+       OVERRIDING SYSTEM VALUE
+       SELECT job_id, queue, kind, tenant_id, payload, priority, max_attempts, timeout_ms,
+              'workflow:' || workflow_id || ':' || node_id || ':' || run
+       FROM r
+     )
+     UPDATE workflow_nodes n SET state = 'queued', job_id = r.job_id, runs = r.run, released_at = now(),
+       finished_at = NULL, error = NULL
+     FROM r
+     WHERE n.id = r.node_id AND n.id = ANY($1::bigint[])`,
+    [nodeIds],
+  );
+  return rowCount ?? 0;
+}
+
+/** Puts released signal nodes into 'waiting', starting their timeout. */
+export async function workflowNodeWaitStart(q: Queryable, nodeIds: number[]): Promise<void> {
+  if (nodeIds.length === 0) return;
+  await q.query(
+    `UPDATE workflow_nodes SET state = 'waiting', released_at = now(), finished_at = NULL, error = NULL,
+       waiting_until = now() + signal_timeout_ms * interval '1 millisecond'
+     WHERE id = ANY($1::bigint[]) AND type = 'signal' AND state = 'pending'`,
+    [nodeIds],
+  );
+}
+
+/** Succeeds those of these waiting signal nodes whose signal has been received; its payload is the output. */
+export async function workflowNodeSucceedSignalled(q: Queryable, nodeIds: number[]): Promise<NodeRef[]> {
+  if (nodeIds.length === 0) return [];
+  const { rows } = await q.query<NodeRef>(
+    `UPDATE workflow_nodes n SET state = 'succeeded', finished_at = now(), output = s.payload,
+       waiting_until = NULL
+     FROM workflow_signals s
+     WHERE n.id = ANY($1::bigint[]) AND n.state = 'waiting'
+       AND s.workflow_id = n.workflow_id AND s.name = n.signal_name
+     RETURNING n.id, n.workflow_id, n.type`,
+    [nodeIds],
+  );
+  return rows;
+}
+
+/** The waiting nodes of a workflow that wait for this signal name. */
+export async function workflowNodeWaitingFor(
+  q: Queryable,
+  workflowId: string,
+  name: string,
+): Promise<number[]> {
+  const { rows } = await q.query<{ id: number }>(
+    `SELECT id FROM workflow_nodes WHERE workflow_id = $1 AND state = 'waiting' AND signal_name = $2`,
+    [workflowId, name],
+  );
+  return rows.map((r) => r.id);
+}
+
+/** Waiting nodes whose timeout has passed at `asOf` (the database's clock when null), oldest first. */
+export async function workflowNodeTimedOut(
+  q: Queryable,
+  asOf: Date | null,
+  limit: number,
+): Promise<{ id: number; workflow_id: string }[]> {
+  const { rows } = await q.query<{ id: number; workflow_id: string }>(
+    `SELECT id, workflow_id FROM workflow_nodes
+     WHERE state = 'waiting' AND waiting_until IS NOT NULL AND waiting_until <= coalesce($1::timestamptz, now())
+     ORDER BY waiting_until
+     LIMIT $2`,
+    [asOf, limit],
+  );
+  return rows;
+}
+
+/**
+ * Applies the timeout of these waiting nodes, rechecked under the workflow's lock: 'default' nodes
+ * succeed with their default output, 'fail' nodes fail. Returns both sets.
+ */
+export async function workflowNodeTimeoutApply(
+  q: Queryable,
+  nodeIds: number[],
+  asOf: Date | null,
+): Promise<{ succeeded: NodeRef[]; failed: (NodeRef & { key: string })[] }> {
+  const { rows } = await q.query<NodeRef & { key: string; outcome: 'succeeded' | 'failed' }>(
+    `UPDATE workflow_nodes SET
+       state = CASE WHEN on_timeout = 'default' THEN 'succeeded' ELSE 'failed' END,
+       output = CASE WHEN on_timeout = 'default' THEN default_output END,
+       error = CASE WHEN on_timeout = 'default' THEN NULL
+                    ELSE format('signal %s not received within %s ms', signal_name, signal_timeout_ms) END,
+       finished_at = now(), waiting_until = NULL
+     WHERE id = ANY($1::bigint[]) AND state = 'waiting' AND waiting_until <= coalesce($2::timestamptz, now())
+     RETURNING id, workflow_id, type, key, state AS outcome`,
+    [nodeIds, asOf],
+  );
+  const strip = ({
+    outcome: _o,
+    ...rest
+  }: NodeRef & { key: string; outcome: string }): NodeRef & { key: string } => rest;
+  return {
+    succeeded: rows.filter((r) => r.outcome === 'succeeded').map(strip),
+    failed: rows.filter((r) => r.outcome === 'failed').map(strip),
+  };
+}
+
+/**
+ * Under 'continue': every pending node downstream of these failed nodes can never run, so it is
+ * skipped. Returns the number skipped per workflow.
+ */
+export async function workflowNodeSkipDescendants(
+  q: Queryable,
+  failedIds: number[],
+): Promise<{ workflow_id: string; n: number }[]> {
+  const { rows } = await q.query<{ workflow_id: string; n: number }>(
+    `WITH RECURSIVE down(id) AS (
+       SELECT child_id FROM workflow_edges WHERE parent_id = ANY($1::bigint[])
+       UNION
+       SELECT e.child_id FROM workflow_edges e JOIN down ON e.parent_id = down.id
+     ), u AS (
+       UPDATE workflow_nodes n SET state = 'skipped', finished_at = now()
+       FROM down WHERE n.id = down.id AND n.state = 'pending'
+       RETURNING n.workflow_id
+     )
+     SELECT workflow_id, count(*)::int AS n FROM u GROUP BY workflow_id`,
+    [failedIds],
+  );
+  return rows;
+}
+
+/**
+ * Cancels what has not started: pending and waiting nodes, and queued nodes whose job is not running
+ * (its job is cancelled in the same statement; a job a worker claimed meanwhile is running and is left
+ * to finish). Returns the number of nodes cancelled.
+ */
+export async function workflowNodeCancelUnstarted(q: Queryable, workflowId: string): Promise<number> {
+  const { rows } = await q.query<{ n: number }>(
+    `WITH j AS (
+       UPDATE jobs SET state = 'cancelled', finished_at = now()
+       WHERE id IN (SELECT job_id FROM workflow_nodes WHERE workflow_id = $1 AND state = 'queued')
+         AND state IN ('available', 'scheduled', 'failed')
+       RETURNING id
+     ), u AS (
+       UPDATE workflow_nodes SET state = 'cancelled', finished_at = now(), waiting_until = NULL
+       WHERE workflow_id = $1
+         AND (state IN ('pending', 'waiting') OR (state = 'queued' AND job_id IN (SELECT id FROM j)))
+       RETURNING 1
+     )
+     SELECT count(*)::int AS n FROM u`,
+    [workflowId],
+  );
+  return rows[0]?.n ?? 0;
+}
+
+/** For resume: failed, skipped and cancelled nodes become pending again. Returns how many. */
+export async function workflowNodeReopen(q: Queryable, workflowId: string): Promise<number> {
+  const { rowCount } = await q.query(
+    `UPDATE workflow_nodes SET state = 'pending', finished_at = NULL, waiting_until = NULL
+     WHERE workflow_id = $1 AND state IN ('failed', 'skipped', 'cancelled')`,
+    [workflowId],
+  );
+  return rowCount ?? 0;
+}
+
+/** Pending nodes whose dependencies have all succeeded. */
+export async function workflowNodeReady(q: Queryable, workflowId: string): Promise<NodeRef[]> {
+  const { rows } = await q.query<NodeRef>(
+    `SELECT id, workflow_id, type FROM workflow_nodes
+     WHERE workflow_id = $1 AND state = 'pending' AND pending_deps = 0 ORDER BY id`,
+    [workflowId],
+  );
+  return rows;
+}
+
+/** Node counts per state; queued nodes are split by their job's state (available, running, …). */
+export async function workflowNodeCountByState(
+  q: Queryable,
+  workflowId: string,
+): Promise<{ state: string; job_state: string | null; n: number }[]> {
+  const { rows } = await q.query<{ state: string; job_state: string | null; n: number }>(
+    // A correlated lookup per queued node, not a join: a join may hash the whole jobs table.
+    `SELECT n.state,
+            CASE WHEN n.state = 'queued' THEN (SELECT j.state FROM jobs j WHERE j.id = n.job_id) END AS job_state,
+            count(*)::int AS n
+     FROM workflow_nodes n
+     WHERE n.workflow_id = $1
+     GROUP BY 1, 2`,
+    [workflowId],
+  );
+  return rows;
+}
+
+export interface WorkflowNodeListRow {
+  key: string;
+  type: 'job' | 'signal';
+  state: NodeState;
+  pending_deps: number;
+  job_id: number | null;
+  job_state: string | null;
+  attempt: number | null;
+  runs: number;
+  released_at: Date | null;
+  started_at: Date | null;
+  finished_at: Date | null;
+  error: string | null;
+  output: unknown;
+}
+
+/** One page of a workflow's nodes in key order, after `after` (exclusive), optionally of one state. */
+export async function workflowNodeList(
+  q: Queryable,
+  workflowId: string,
+  page: { after: string | null; state: NodeState | null; limit: number },
+): Promise<WorkflowNodeListRow[]> {
+  const { rows } = await q.query<WorkflowNodeListRow>(
+    `SELECT n.key, n.type, n.state, n.pending_deps, n.job_id, j.state AS job_state, j.attempt, n.runs,
+            n.released_at, j.started_at, n.finished_at, coalesce(n.error, j.last_error) AS error, n.output
+     FROM workflow_nodes n LEFT JOIN jobs j ON j.id = n.job_id
+     WHERE n.workflow_id = $1
+       AND ($2::text IS NULL OR n.key > $2)
+       AND ($3::text IS NULL OR n.state = $3)
+     ORDER BY n.key
+     LIMIT $4`,
+    [workflowId, page.after, page.state, page.limit],
+  );
+  return rows;
+}
+
+export interface CriticalPathRow {
+  key: string;
+  released_at: Date | null;
+  started_at: Date | null;
+  finished_at: Date | null;
+}
+
+/**
+ * The chain of nodes that ends at `lastNodeId`, each released by the one before it: the critical path
+ * so far. Its length is the graph's depth along that chain, not the workflow's size.
+ */
+export async function workflowNodeCriticalPath(q: Queryable, lastNodeId: number): Promise<CriticalPathRow[]> {
+  const { rows } = await q.query<CriticalPathRow>(
+    `WITH RECURSIVE p AS (
+       SELECT id, key, released_by, job_id, released_at, finished_at, 0 AS depth
+       FROM workflow_nodes WHERE id = $1
+       UNION ALL
+       SELECT n.id, n.key, n.released_by, n.job_id, n.released_at, n.finished_at, p.depth + 1
+       FROM workflow_nodes n JOIN p ON n.id = p.released_by
+     )
+     SELECT p.key, p.released_at, j.started_at, p.finished_at
+     FROM p LEFT JOIN jobs j ON j.id = p.job_id
+     ORDER BY p.depth DESC`,
+    [lastNodeId],
+  );
+  return rows;
+}

