@@ -3,8 +3,9 @@ import type { Api } from '../app.ts';
 import type { RouteDeps } from '../server.ts';
 import { deadLetterRoutes } from './dead-letter.ts';
 import { jobRoutes } from './jobs.ts';
+import { scheduleRoutes } from './schedules.ts';
 import { workerRoutes } from './workers.ts';
 
 export type RouteModule = (app: Api, deps: RouteDeps) => void;
 
-export const routeModules: RouteModule[] = [jobRoutes, deadLetterRoutes, workerRoutes];
+export const routeModules: RouteModule[] = [scheduleRoutes, jobRoutes, deadLetterRoutes, workerRoutes];

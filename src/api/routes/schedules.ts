@@ -1,0 +1,463 @@
+/**
+ * Schedules over `client.schedules`: register (cron, interval, one-off or an English phrase; the
+ * answer echoes the compiled spec, its description and the next five fire times), list, show, edit,
+ * delete, pause, resume, trigger now, and the occurrence ledger.
+ */
+import { Type, type Static } from '@sinclair/typebox';
+import type { FastifyRequest } from 'fastify';
+import { compileRow } from '../../scheduler/plan.ts';
+import {
+  ScheduleInputError,
+  ScheduleNotFoundError,
+  type ScheduleClient,
+  type ScheduleInput,
+  type ScheduleUpdate,
+} from '../../scheduler/schedule-client.ts';
+import type { ScheduleRow } from '../../store/schedules.ts';
+import type { OccurrenceRow } from '../../store/occurrences.ts';
+import { PUSH_KIND, PUSH_QUEUE, pushPayload } from '../../push/target.ts';
+import type { Api } from '../app.ts';
+import { tenantScope } from '../auth.ts';
+import { badRequest, notFound } from '../errors.ts';
+import { NonNegativeInt4, PositiveInt4, QueueName, TenantId, Uuid, withErrors } from '../schemas.ts';
+import type { RouteDeps } from '../server.ts';
+
+const NEXT_FIRE_TIMES = 5;
+
+const Target = Type.Object(
+  {
+    queue: Type.Optional(QueueName),
+    kind: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 200, description: 'handler name; omit when `url` is given' }),
+    ),
+    url: Type.Optional(
+      Type.String({
+        format: 'uri',
+        maxLength: 2000,
+        description: 'push target: each occurrence POSTs the payload here',
+      }),
+    ),
+    payload: Type.Optional(Type.Unknown()),
+    priority: Type.Optional(Type.Integer({ minimum: -1_000_000, maximum: 1_000_000 })),
+    maxAttempts: Type.Optional(Type.Union([Type.Integer({ minimum: 1, maximum: 1000 }), Type.Null()])),
+    timeoutMs: Type.Optional(Type.Union([PositiveInt4('deadline per attempt'), Type.Null()])),
+  },
+  { additionalProperties: false },
+);
+
+const Misfire = Type.Object(
+  {
+    policy: Type.Optional(Type.Union([Type.Literal('all'), Type.Literal('latest'), Type.Literal('skip')])),
+    cap: Type.Optional(Type.Integer({ minimum: 1, maximum: 100_000 })),
+    startingDeadlineMs: Type.Optional(
+      Type.Union([PositiveInt4('late occurrences past this are missed'), Type.Null()]),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+const common = {
+  spec: Type.String({
+    minLength: 1,
+    maxLength: 500,
+    description: 'cron, `every 90s`, `at 2026-01-01T09:00`, or a phrase such as "every weekday at 9am"',
+  }),
+  timeZone: Type.Optional(
+    Type.String({ minLength: 1, maxLength: 100, description: 'IANA zone, default UTC' }),
+  ),
+  dstGap: Type.Optional(Type.Union([Type.Literal('shift'), Type.Literal('skip')])),
+  dstOverlap: Type.Optional(Type.Union([Type.Literal('first'), Type.Literal('both'), Type.Null()])),
+  misfire: Type.Optional(Misfire),
+  overlap: Type.Optional(
+    Type.Union([
+      Type.Literal('allow'),
+      Type.Literal('forbid'),
+      Type.Literal('replace'),
+      Type.Literal('buffer_one'),
+    ]),
+  ),
+  jitterMs: Type.Optional(NonNegativeInt4('random delay added to each fire time')),
+  paused: Type.Optional(Type.Boolean()),
+  name: Type.String({ minLength: 1, maxLength: 200 }),
+};
+
+const CreateBody = Type.Object(
+  { ...common, target: Target, tenantId: Type.Optional(TenantId) },
+  { additionalProperties: false },
+);
+const PatchBody = Type.Partial(Type.Object({ ...common, target: Target }), { additionalProperties: false });
+
+const ScheduleSchema = Type.Object({
+  id: Type.String(),
+  tenantId: Type.String(),
+  name: Type.String(),
+  spec: Type.String(),
+  compiled: Type.Object({
+    kind: Type.String(),
+    canonical: Type.String({ description: 'what the spec compiled to' }),
+    description: Type.String(),
+    timeZone: Type.String(),
+  }),
+  nextFireTimes: Type.Array(Type.String({ format: 'date-time' }), {
+    description: 'the next five nominal fire times',
+  }),
+  timeZone: Type.String(),
+  dstGap: Type.String(),
+  dstOverlap: Type.Union([Type.String(), Type.Null()]),
+  misfire: Type.Object({
+    policy: Type.String(),
+    cap: Type.Integer(),
+    startingDeadlineMs: Type.Union([Type.Integer(), Type.Null()]),
+  }),
+  overlap: Type.String(),
+  jitterMs: Type.Integer(),
+  target: Type.Object({
+    queue: Type.String(),
+    kind: Type.String(),
+    url: Type.Optional(Type.String()),
+    payload: Type.Unknown(),
+    priority: Type.Integer(),
+    maxAttempts: Type.Union([Type.Integer(), Type.Null()]),
+    timeoutMs: Type.Union([Type.Integer(), Type.Null()]),
+  }),
+  paused: Type.Boolean(),
+  version: Type.Integer(),
+  nextFireAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
+  lastFireAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
+  createdAt: Type.String({ format: 'date-time' }),
+  updatedAt: Type.String({ format: 'date-time' }),
+});
+
+const OccurrenceSchema = Type.Object({
+  fireAt: Type.String({ format: 'date-time' }),
+  state: Type.String({ description: 'enqueued, skipped (overlap policy) or missed (misfire policy)' }),
+  source: Type.String({ description: 'schedule, or trigger for trigger-now' }),
+  lateMs: Type.Number({ description: 'how long after its fire time the scheduler decided on it' }),
+  jobId: Type.Union([Type.Integer(), Type.Null()]),
+  reason: Type.Union([Type.String(), Type.Null()]),
+  materialisedAt: Type.String({ format: 'date-time' }),
+});
+
+function scheduleJson(row: ScheduleRow, now: Date) {
+  const compiled = compileRow(row);
+  const times: string[] = [];
+  let at: Date | null = row.nextFireAt ?? compiled.nextAfter(now);
+  while (at !== null && times.length < NEXT_FIRE_TIMES) {
+    times.push(at.toISOString());
+    at = compiled.nextAfter(at);
+  }
+  const push = row.kind === PUSH_KIND && typeof row.payload === 'object' && row.payload !== null;
+  const { url, body } = push
+    ? (row.payload as { url?: string; body?: unknown })
+    : { url: undefined, body: row.payload };
+  return {
+    id: row.id,
+    tenantId: row.tenantId,
+    name: row.name,
+    spec: row.spec,
+    compiled: {
+      kind: compiled.kind,
+      canonical: compiled.canonical,
+      description: compiled.description,
+      timeZone: compiled.timeZone,
+    },
+    nextFireTimes: times,
+    timeZone: row.timeZone,
+    dstGap: row.dstGap,
+    dstOverlap: row.dstOverlap,
+    misfire: { policy: row.misfirePolicy, cap: row.misfireCap, startingDeadlineMs: row.startingDeadlineMs },
+    overlap: row.overlapPolicy,
+    jitterMs: row.jitterMs,
+    target: {
+      queue: row.queue,
+      kind: row.kind,
+      ...(push && url !== undefined ? { url } : {}),
+      payload: push ? body : row.payload,
+      priority: row.priority,
+      maxAttempts: row.maxAttempts,
+      timeoutMs: row.timeoutMs,
+    },
+    paused: row.paused,
+    version: row.version,
+    nextFireAt: row.nextFireAt?.toISOString() ?? null,
+    lastFireAt: row.lastFireAt?.toISOString() ?? null,
+    createdAt: row.createdAt.toISOString(),
+    updatedAt: row.updatedAt.toISOString(),
+  };
+}
+
+function occurrenceJson(o: OccurrenceRow) {
+  return {
+    fireAt: o.fireAt.toISOString(),
+    state: o.state,
+    source: o.source,
+    lateMs: Math.max(0, o.lagMs),
+    jobId: o.jobId,
+    reason: o.reason,
+    materialisedAt: o.materialisedAt.toISOString(),
+  };
+}
+
+type TargetIn = Static<typeof Target>;
+
+/** The client's target from the API's: a `url` becomes a push job on the push queue. */
+function targetIn(t: TargetIn, at: string): ScheduleInput['target'] {
+  if ((t.kind === undefined) === (t.url === undefined)) {
+    throw badRequest([
+      { field: `${at}.kind`, reason: 'give exactly one of kind (a handler) and url (a push target)' },
+    ]);
+  }
+  const push = t.url !== undefined;
+  return {
+    queue: t.queue ?? (push ? PUSH_QUEUE : 'default'),
+    kind: push ? PUSH_KIND : (t.kind ?? ''),
+    payload: push ? pushPayload(t.url ?? '', t.payload) : (t.payload ?? {}),
+    priority: t.priority,
+    maxAttempts: t.maxAttempts,
+    timeoutMs: t.timeoutMs,
+  };
+}
+
+/** Maps the client's errors: a bad field is a 400 naming `body.<field>`, a missing schedule a 404. */
+async function call<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (error) {
+    if (error instanceof ScheduleInputError) {
+      const field = error.field === 'tenant' ? 'tenantId' : error.field;
+      throw badRequest([{ field: `body.${field}`, reason: error.reason }], { cause: error });
+    }
+    if (error instanceof ScheduleNotFoundError) throw notFound('schedule');
+    throw error;
+  }
+}
+
+async function scheduleForCaller(
+  schedules: ScheduleClient,
+  request: FastifyRequest,
+  id: string,
+): Promise<ScheduleRow> {
+  const row = await schedules.get(id);
+  const tenant = tenantScope(request, undefined);
+  if (row === null || (tenant !== undefined && row.tenantId !== tenant)) throw notFound(`schedule ${id}`);
+  return row;
+}
+
+export function scheduleRoutes(app: Api, deps: RouteDeps): void {
+  const schedules = deps.client.schedules;
+  const now = (): Date => deps.clock.now();
+  const IdParams = Type.Object({ id: Uuid });
+
+  app.post(
+    '/v1/schedules',
+    {
+      schema: {
+        summary: 'Register a schedule',
+        tags: ['schedules'],
+        body: CreateBody,
+        response: withErrors({ 201: ScheduleSchema }),
+      },
+    },
+    async (request, reply) => {
+      const b = request.body;
+      const tenant = tenantScope(request, b.tenantId) ?? 'default';
+      const input: ScheduleInput = {
+        tenant,
+        name: b.name,
+        spec: b.spec,
+        timeZone: b.timeZone,
+        dstGap: b.dstGap,
+        dstOverlap: b.dstOverlap,
+        misfire: b.misfire,
+        overlap: b.overlap,
+        jitterMs: b.jitterMs,
+        paused: b.paused,
+        target: targetIn(b.target, 'body.target'),
+      };
+      const row = await call(() => schedules.create(input));
+      return await reply.status(201).send(scheduleJson(row, now()));
+    },
+  );
+
+  app.get(
+    '/v1/schedules',
+    {
+      schema: {
+        summary: "List a tenant's schedules by name",
+        tags: ['schedules'],
+        querystring: Type.Object(
+          {
+            tenantId: Type.Optional(TenantId),
+            after: Type.Optional(
+              Type.String({ maxLength: 200, description: 'the `next` of the previous page' }),
+            ),
+            limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 100 })),
+          },
+          { additionalProperties: false },
+        ),
+        response: withErrors({
+          200: Type.Object({
+            items: Type.Array(ScheduleSchema),
+            next: Type.Union([Type.String(), Type.Null()]),
+          }),
+        }),
+      },
+    },
+    async (request) => {
+      const q = request.query;
+      const limit = q.limit ?? 100;
+      const rows = await schedules.list({
+        tenant: tenantScope(request, q.tenantId) ?? 'default',
+        afterName: q.after,
+        limit,
+      });
+      const at = now();
+      return {
+        items: rows.map((r) => scheduleJson(r, at)),
+        next: rows.length === limit ? (rows.at(-1)?.name ?? null) : null,
+      };
+    },
+  );
+
+  app.get(
+    '/v1/schedules/:id',
+    {
+      schema: {
+        summary: 'Show a schedule',
+        tags: ['schedules'],
+        params: IdParams,
+        response: withErrors({ 200: ScheduleSchema }),
+      },
+    },
+    async (request) => scheduleJson(await scheduleForCaller(schedules, request, request.params.id), now()),
+  );
+
+  app.patch(
+    '/v1/schedules/:id',
+    {
+      schema: {
+        summary: 'Edit a schedule (fields left out keep their value); bumps its version',
+        tags: ['schedules'],
+        params: IdParams,
+        querystring: Type.Object(
+          {
+            expectedVersion: Type.Optional(
+              Type.Integer({
+                minimum: 1,
+                maximum: 2_147_483_647,
+                description: 'refuse if someone else edited it first',
+              }),
+            ),
+          },
+          { additionalProperties: false },
+        ),
+        body: PatchBody,
+        response: withErrors({ 200: ScheduleSchema }),
+      },
+    },
+    async (request) => {
+      const current = await scheduleForCaller(schedules, request, request.params.id);
+      const { target, ...rest } = request.body;
+      const patch: ScheduleUpdate = { ...rest };
+      if (target !== undefined) {
+        // A target edit replaces the whole target, so switching between a handler and a URL is clean.
+        patch.target = targetIn(target, 'body.target');
+      }
+      const row = await call(() =>
+        schedules.update(current.id, patch, { expectedVersion: request.query.expectedVersion }),
+      );
+      return scheduleJson(row, now());
+    },
+  );
+
+  app.delete(
+    '/v1/schedules/:id',
+    {
+      schema: {
+        summary: 'Delete a schedule and its ledger',
+        tags: ['schedules'],
+        params: IdParams,
+        response: withErrors({ 204: Type.Null() }),
+      },
+    },
+    async (request, reply) => {
+      const current = await scheduleForCaller(schedules, request, request.params.id);
+      if (!(await schedules.delete(current.id))) throw notFound(`schedule ${current.id}`);
+      return await reply.status(204).send();
+    },
+  );
+
+  for (const action of ['pause', 'resume'] as const) {
+    app.post(
+      `/v1/schedules/:id/${action}`,
+      {
+        schema: {
+          summary:
+            action === 'pause' ? 'Pause a schedule' : 'Resume a schedule from now (the pause is not made up)',
+          tags: ['schedules'],
+          params: IdParams,
+          response: withErrors({ 200: ScheduleSchema }),
+        },
+      },
+      async (request) => {
+        const current = await scheduleForCaller(schedules, request, request.params.id);
+        return scheduleJson(await call(() => schedules[action](current.id)), now());
+      },
+    );
+  }
+
+  app.post(
+    '/v1/schedules/:id/trigger',
+    {
+      schema: {
+        summary: "Run the schedule's target now, through the same path as a scheduled occurrence",
+        tags: ['schedules'],
+        params: IdParams,
+        response: withErrors({
+          201: Type.Object({ jobId: Type.Integer(), firedAt: Type.String({ format: 'date-time' }) }),
+        }),
+      },
+    },
+    async (request, reply) => {
+      const current = await scheduleForCaller(schedules, request, request.params.id);
+      const { jobId, firedAt } = await call(() => schedules.triggerNow(current.id));
+      return await reply.status(201).send({ jobId, firedAt: firedAt.toISOString() });
+    },
+  );
+
+  app.get(
+    '/v1/schedules/:id/occurrences',
+    {
+      schema: {
+        summary: 'The occurrence ledger, newest first: fire time, state, lateness, job',
+        tags: ['schedules'],
+        params: IdParams,
+        querystring: Type.Object(
+          {
+            before: Type.Optional(
+              Type.String({ format: 'date-time', description: 'the `next` of the previous page' }),
+            ),
+            limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 100 })),
+          },
+          { additionalProperties: false },
+        ),
+        response: withErrors({
+          200: Type.Object({
+            items: Type.Array(OccurrenceSchema),
+            next: Type.Union([Type.String(), Type.Null()]),
+          }),
+        }),
+      },
+    },
+    async (request) => {
+      const current = await scheduleForCaller(schedules, request, request.params.id);
+      const limit = request.query.limit ?? 100;
+      const before = request.query.before === undefined ? undefined : new Date(request.query.before);
+      const rows = await schedules.occurrences(current.id, { before, limit });
+      return {
+        items: rows.map(occurrenceJson),
+        next: rows.length === limit ? (rows.at(-1)?.fireAt.toISOString() ?? null) : null,
+      };
+    },
+  );
+}

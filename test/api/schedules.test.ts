@@ -1,0 +1,178 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { FakeClock } from '../../src/clock.ts';
+import { databaseSnapshot, startTestApi } from './support.ts';
+
+// Monday 2026-01-05 08:00 UTC: "every weekday at 9am" fires next at 09:00 today.
+const clock = new FakeClock(new Date('2026-01-05T08:00:00Z'));
+const api = await startTestApi({ clock });
+
+interface Schedule {
+  id: string;
+  name: string;
+  compiled: { canonical: string; description: string };
+  nextFireTimes: string[];
+  target: { queue: string; kind: string; url?: string; payload: unknown };
+  paused: boolean;
+  version: number;
+}
+
+async function create(body: Record<string, unknown>, token = api.tokens.acme) {
+  return api.call<Schedule>('POST', '/v1/schedules', { token, body });
+}
+
+test('register a phrase for a URL target: the answer echoes the compiled spec and the next five fire times', async () => {
+  const reply = await create({
+    name: 'standup',
+    spec: 'every weekday at 9am',
+    timeZone: 'UTC',
+    target: { url: 'https://example.test/hook', payload: { hello: 1 } },
+  });
+  assert.equal(reply.status, 201, reply.text);
+  assert.equal(reply.body.compiled.canonical, '0 9 * * 1-5');
+  assert.match(reply.body.compiled.description, /9:00|09:00/);
+  assert.deepEqual(reply.body.nextFireTimes, [
+    '2026-01-05T09:00:00.000Z',
+    '2026-01-06T09:00:00.000Z',
+    '2026-01-07T09:00:00.000Z',
+    '2026-01-08T09:00:00.000Z',
+    '2026-01-09T09:00:00.000Z',
+  ]);
+  assert.deepEqual(reply.body.target, {
+    queue: 'http',
+    kind: 'http.post',
+    url: 'https://example.test/hook',
+    payload: { hello: 1 },
+    priority: 0,
+    maxAttempts: null,
+    timeoutMs: null,
+  });
+});
+
+test('cron, interval and one-off specs; bad specs are 400 naming the field, and write nothing', async () => {
+  for (const spec of ['*/5 * * * *', 'every 90s', 'at 2026-02-01T10:00:00Z']) {
+    const r = await create({ name: `s-${spec}`, spec, target: { queue: 'q', kind: 'k' } });
+    assert.equal(r.status, 201, `${spec}: ${r.text}`);
+  }
+  const before = await databaseSnapshot(api.db);
+  const cases: [Record<string, unknown>, string][] = [
+    [{ name: 'x', spec: 'every blue moon', target: { queue: 'q', kind: 'k' } }, 'body.spec'],
+    [
+      { name: 'x', spec: '0 9 * * *', timeZone: 'Mars/Olympus', target: { queue: 'q', kind: 'k' } },
+      'body.timeZone',
+    ],
+    [{ name: 'x', spec: '0 9 * * *', target: { queue: 'q' } }, 'body.target.kind'],
+    [{ name: 'x', spec: '0 9 * * *', target: { url: 'ftp://x', queue: 'q' } }, 'body.target.url'],
+    [
+      { name: 'x', spec: '0 9 * * *', target: { queue: 'q', kind: 'k' }, misfire: { policy: 'never' } },
+      'body.misfire.policy',
+    ],
+    [{ name: 'standup', spec: '0 9 * * *', target: { queue: 'q', kind: 'k' } }, 'body.name'],
+    [{ name: 'x', spec: 'at 2020-01-01T00:00:00Z', target: { queue: 'q', kind: 'k' } }, 'body.spec'],
+  ];
+  for (const [body, field] of cases) {
+    const r = await create(body);
+    assert.equal(r.status, 400, `${JSON.stringify(body)}: ${r.text}`);
+    const fields = (r.body as unknown as { error: { fields: { field: string }[] } }).error.fields.map(
+      (f) => f.field,
+    );
+    assert.ok(fields.includes(field), `${field} in ${JSON.stringify(fields)}`);
+  }
+  assert.equal(await databaseSnapshot(api.db), before);
+});
+
+test('show, list, patch, pause, resume, trigger, history, delete', async () => {
+  const { body: s } = await create({
+    name: 'nightly',
+    spec: '0 2 * * *',
+    target: { queue: 'reports', kind: 'build' },
+  });
+  assert.equal(
+    (await api.call<Schedule>('GET', `/v1/schedules/${s.id}`, { token: api.tokens.acme })).body.name,
+    'nightly',
+  );
+  const list = await api.call<{ items: Schedule[] }>('GET', '/v1/schedules?limit=1000', {
+    token: api.tokens.acme,
+  });
+  assert.ok(list.body.items.some((x) => x.id === s.id));
+
+  const patched = await api.call<Schedule>('PATCH', `/v1/schedules/${s.id}`, {
+    token: api.tokens.acme,
+    body: { spec: '0 3 * * *' },
+  });
+  assert.equal(patched.status, 200, patched.text);
+  assert.equal(patched.body.compiled.canonical, '0 3 * * *');
+  assert.equal(patched.body.version, s.version + 1);
+  const stale = await api.call('PATCH', `/v1/schedules/${s.id}?expectedVersion=${s.version}`, {
+    token: api.tokens.acme,
+    body: { spec: '0 4 * * *' },
+  });
+  assert.equal(stale.status, 400);
+  assert.match(stale.text, /body\.version/);
+
+  assert.equal(
+    (await api.call<Schedule>('POST', `/v1/schedules/${s.id}/pause`, { token: api.tokens.acme })).body.paused,
+    true,
+  );
+  assert.equal(
+    (await api.call<Schedule>('POST', `/v1/schedules/${s.id}/resume`, { token: api.tokens.acme })).body
+      .paused,
+    false,
+  );
+
+  const fired = await api.call<{ jobId: number }>('POST', `/v1/schedules/${s.id}/trigger`, {
+    token: api.tokens.acme,
+  });
+  assert.equal(fired.status, 201, fired.text);
+  const history = await api.call<{ items: { source: string; jobId: number; state: string }[] }>(
+    'GET',
+    `/v1/schedules/${s.id}/occurrences`,
+    { token: api.tokens.acme },
+  );
+  assert.deepEqual(
+    history.body.items.map((o) => [o.source, o.state, o.jobId]),
+    [['trigger', 'enqueued', fired.body.jobId]],
+  );
+  const job = await api.call<{ tenantId: string; queue: string }>('GET', `/v1/jobs/${fired.body.jobId}`, {
+    token: api.tokens.acme,
+  });
+  assert.deepEqual([job.body.tenantId, job.body.queue], ['acme', 'reports']);
+
+  assert.equal((await api.call('DELETE', `/v1/schedules/${s.id}`, { token: api.tokens.acme })).status, 204);
+  assert.equal((await api.call('GET', `/v1/schedules/${s.id}`, { token: api.tokens.acme })).status, 404);
+  assert.equal((await api.call('GET', '/v1/schedules/not-a-uuid', { token: api.tokens.acme })).status, 400);
+});
+
+test("tenant isolation: every schedule route answers 404 for another tenant's schedule and changes nothing", async () => {
+  const { body: s } = await create({ name: 'private', spec: '0 5 * * *', target: { queue: 'q', kind: 'k' } });
+  const before = await databaseSnapshot(api.db);
+  const missing = '00000000-0000-4000-8000-000000000000';
+  const routes: [string, string, unknown][] = [
+    ['GET', `/v1/schedules/${s.id}`, undefined],
+    ['PATCH', `/v1/schedules/${s.id}`, { spec: '0 6 * * *' }],
+    ['DELETE', `/v1/schedules/${s.id}`, undefined],
+    ['POST', `/v1/schedules/${s.id}/pause`, undefined],
+    ['POST', `/v1/schedules/${s.id}/resume`, undefined],
+    ['POST', `/v1/schedules/${s.id}/trigger`, undefined],
+    ['GET', `/v1/schedules/${s.id}/occurrences`, undefined],
+  ];
+  for (const [method, path, body] of routes) {
+    const theirs = await api.call(method, path, { token: api.tokens.globex, body });
+    const none = await api.call(method, path.replace(s.id, missing), { token: api.tokens.globex, body });
+    assert.equal(theirs.status, 404, `${method} ${path}`);
+    assert.equal(none.status, 404);
+    assert.equal((theirs.body.error as { code: string }).code, (none.body.error as { code: string }).code);
+  }
+  const list = await api.call<{ items: Schedule[] }>('GET', '/v1/schedules', { token: api.tokens.globex });
+  assert.ok(!list.body.items.some((x) => x.id === s.id));
+  assert.equal(
+    (await api.call('GET', '/v1/schedules?tenantId=acme', { token: api.tokens.globex })).status,
+    404,
+  );
+  const forOther = await create(
+    { name: 'sneaky', spec: '0 5 * * *', target: { queue: 'q', kind: 'k' }, tenantId: 'acme' },
+    api.tokens.globex,
+  );
+  assert.equal(forOther.status, 404);
+  assert.equal(await databaseSnapshot(api.db), before);
+});
