@@ -9,6 +9,7 @@
  * `ANY` filter, which keeps the index scan (checked with EXPLAIN on 200,000 rows of history).
  */
 import type { Queryable } from './pool.ts';
+import { workflowJobsFailed, workflowJobsSucceeded } from './workflow-release.ts';
 
 export const JobState = {
   scheduled: 'scheduled',
@@ -339,7 +340,10 @@ export async function jobCompleteMany(
       RETURNING job_id AS id`,
     values: [refs.map((r) => r.id), refs.map((r) => r.attempt), owner],
   });
-  return result.rows.map((r) => r.id);
+  const ids = result.rows.map((r) => r.id);
+  // Workflow nodes among these jobs release their children in this same transaction.
+  await workflowJobsSucceeded(db, ids);
+  return ids;
 }
 
 export const AttemptOutcome = {
@@ -415,6 +419,9 @@ export async function jobFailMany(
       owner,
     ],
   });
+  // Workflow nodes whose job will not run again fail under their workflow's policy, in this same
+  // transaction: the caller must pass one (not the pool) for the two to commit together.
+  await workflowJobsFailed(db, finalIds(result.rows));
   return result.rows;
 }
 
@@ -502,6 +509,11 @@ export async function jobHeartbeat(
   return result.rows[0];
 }
 
+/** Jobs that reached a state they never leave on their own: their workflow nodes have failed. */
+function finalIds(rows: readonly { id: number; state: JobState }[]): number[] {
+  return rows.filter((r) => r.state === 'dead' || r.state === 'cancelled').map((r) => r.id);
+}
+
 export interface JobReaped {
   id: number;
   queue: string;
@@ -546,6 +558,7 @@ export async function jobReapExpired(db: Queryable, limit: number): Promise<JobR
       SELECT id, queue, state, owner FROM done`,
     [limit],
   );
+  await workflowJobsFailed(db, finalIds(result.rows));
   return result.rows;
 }
 

@@ -89,7 +89,7 @@ export class Completer {
     }
     if (this.#failures.length > 0) {
       const batch = this.#failures.slice(0, this.#batch);
-      await jobFailMany(this.#pool, this.#owner, batch);
+      await withTransaction(this.#pool, (tx) => jobFailMany(tx, this.#owner, batch));
       this.#failures.splice(0, batch.length);
     }
     if (this.#releases.length > 0) {

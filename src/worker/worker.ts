@@ -436,7 +436,7 @@ export class Worker {
       try {
         if (this.#maintenance) {
           while ((await jobPromoteDue(this.#pool, this.#batch)) === this.#batch && !stopped);
-          const reaped = await jobReapExpired(this.#pool, this.#batch);
+          const reaped = await withTransaction(this.#pool, (tx) => jobReapExpired(tx, this.#batch));
           if (reaped.length > 0) this.#log.warn({ reaped }, 'returned jobs whose lease expired');
         }
         await this.#refreshLimits();
