@@ -13,8 +13,10 @@ const commands: Record<string, () => Promise<Command>> = {
   dev: async () => (await import('./dev.ts')).command,
   migrate: async () => (await import('./migrate.ts')).command,
   scheduler: async () => (await import('./scheduler.ts')).command,
-  worker: async () => (await import('./worker.ts')).command,
   api: async () => (await import('./api.ts')).command,
+  next: async () => (await import('./next.ts')).command,
+  explain: async () => (await import('./explain.ts')).command,
+  worker: async () => (await import('./worker.ts')).command,
 };
 
 function usage(): string {
