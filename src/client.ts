@@ -6,8 +6,8 @@ import type { Clock } from './clock.ts';
 import { systemClock } from './clock.ts';
 import { createPool, type Pool } from './store/pool.ts';
 import { ScheduleClient } from './scheduler/schedule-client.ts';
-import { ScheduleClient } from './scheduler/schedule-client.ts';
 import { JobClient } from './worker/job-client.ts';
+import { WorkflowClient } from './workflow/workflow-client.ts';
 
 export interface ClientOptions {
   /** PostgreSQL URL; ignored when `pool` is given. */
@@ -24,8 +24,8 @@ export class Client {
   readonly jobs: JobClient;
   /** Schedules: create, update, pause, resume, delete, trigger now, list, occurrences. */
   readonly schedules: ScheduleClient;
-  /** Schedules: create, update, pause, resume, delete, trigger now, list, occurrences. */
-  readonly schedules: ScheduleClient;
+  /** Workflows: submit DAGs, status, nodes, cancel, resume, signal. */
+  readonly workflows: WorkflowClient;
   readonly #ownsPool: boolean;
 
   constructor(options: ClientOptions) {
@@ -42,8 +42,8 @@ export class Client {
     }
     this.clock = options.clock ?? systemClock;
     this.schedules = new ScheduleClient(this.pool, this.clock);
-    this.schedules = new ScheduleClient(this.pool, this.clock);
     this.jobs = new JobClient(this.pool);
+    this.workflows = new WorkflowClient(this.pool);
   }
 
   async close(): Promise<void> {

@@ -24,3 +24,13 @@ export {
 } from './worker/errors.ts';
 export { effectOnce } from './worker/once.ts';
 export type { EnqueueInput, JobWithAttempts } from './worker/job-client.ts';
+export { WorkflowClient, WorkflowNotFoundError, type SignalResult } from './workflow/workflow-client.ts';
+export {
+  WorkflowValidationError,
+  type JobNodeSpec,
+  type NodeSpec,
+  type SignalNodeSpec,
+  type WorkflowSpec,
+} from './workflow/definition.ts';
+export type { NodePage, WorkflowStatus } from './workflow/status.ts';
+export { SignalTimer, signalTimeoutsFire } from './workflow/signal-timer.ts';

@@ -79,6 +79,10 @@ export const command: Command = {
       const { startWorkerRole } = await import('./worker.ts');
       roles.push({ name: 'worker', ...(await startWorkerRole({ handlers: values.handlers, queue: values.queue }, pool, url)) });
     }
+    const { SignalTimer } = await import('../workflow/signal-timer.ts');
+    const signalTimer = new SignalTimer({ pool, log });
+    signalTimer.start();
+    roles.push(signalTimer);
     process.stdout.write(
       `Tidemark dev is running${embedded === undefined ? '' : ` (embedded PostgreSQL in ${values['data-dir']})`}\n` +
         `DATABASE_URL=${url}\n`,
