@@ -71,10 +71,11 @@ export async function runAttempt(spec: AttemptSpec): Promise<AttemptResult> {
   }
 
   if (spec.completed()) return { kind: 'completed' };
+  const reason: unknown = controller.signal.aborted ? controller.signal.reason : undefined;
+  // Whatever the handler did, the attempt is no longer ours: any write would be refused.
+  if (reason instanceof LeaseLostError) return { kind: 'lost' };
   // A handler that finished its work wins over an abort that came too late to stop it.
   if (settled !== 'abandoned' && settled.ok) return { kind: 'succeeded' };
-  const reason: unknown = controller.signal.aborted ? controller.signal.reason : undefined;
-  if (reason instanceof LeaseLostError) return { kind: 'lost' };
   if (reason instanceof WorkerShutdownError) return { kind: 'released' };
   const error =
     settled === 'abandoned'

@@ -25,5 +25,6 @@ export async function effectOnce<T>(
 
 /** The key `ctx.once(name)` records: unique per queue, job key and effect name. */
 export function effectKey(queue: string, idempotencyKey: string, name: string): string {
-  return `${queue}\u0000${idempotencyKey}\u0000${name}`;
+  // JSON, not a separator character: unambiguous whatever the parts contain (and text can not hold NUL).
+  return JSON.stringify([queue, idempotencyKey, name]);
 }

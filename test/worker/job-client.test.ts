@@ -1,0 +1,178 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { Client } from '../../src/client.ts';
+import { withTransaction } from '../../src/store/pool.ts';
+import { queueUpsert } from '../../src/store/queues.ts';
+import { JobValidationError } from '../../src/worker/errors.ts';
+import { createTestDatabase } from '../support/db.ts';
+
+const db = await createTestDatabase();
+const client = new Client({ pool: db.pool });
+
+async function jobCount(): Promise<number> {
+  const { rows } = await db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM jobs');
+  return rows[0]?.n ?? -1;
+}
+
+test('enqueue writes an available job that get returns with an empty attempt history', async () => {
+  const job = await client.jobs.enqueue({ queue: 'mail', kind: 'send', payload: { to: 'a@example.com' } });
+  assert.equal(job.created, true);
+  const got = await client.jobs.get(job.id);
+  assert.ok(got);
+  assert.equal(got.state, 'available');
+  assert.equal(got.tenantId, 'default');
+  assert.equal(got.maxAttempts, 4, 'first try plus 3 retries by default');
+  assert.deepEqual(got.payload, { to: 'a@example.com' });
+  assert.deepEqual(got.attempts, []);
+});
+
+test('a key already present in the queue returns the existing job; another queue gets its own', async () => {
+  const first = await client.jobs.enqueue({ queue: 'billing', kind: 'charge', idempotencyKey: 'invoice-7' });
+  const again = await client.jobs.enqueue({
+    queue: 'billing',
+    kind: 'charge',
+    idempotencyKey: 'invoice-7',
+    payload: { x: 1 },
+  });
+  assert.equal(again.id, first.id);
+  assert.equal(again.created, false);
+  const other = await client.jobs.enqueue({ queue: 'billing2', kind: 'charge', idempotencyKey: 'invoice-7' });
+  assert.notEqual(other.id, first.id);
+  const { rows } = await db.pool.query(`SELECT id FROM jobs WHERE idempotency_key = 'invoice-7'`);
+  assert.equal(rows.length, 2);
+});
+
+test('enqueueMany answers in input order, de-duplicating keys within the call and against the table', async () => {
+  const before = await client.jobs.enqueue({ queue: 'bulk', kind: 'k', idempotencyKey: 'b-0' });
+  const result = await client.jobs.enqueueMany([
+    { queue: 'bulk', kind: 'k', idempotencyKey: 'b-1' },
+    { queue: 'bulk', kind: 'k', idempotencyKey: 'b-0' },
+    { queue: 'bulk', kind: 'k', idempotencyKey: 'b-1' },
+    { queue: 'bulk', kind: 'k', idempotencyKey: 'b-2', runAt: new Date(Date.now() + 3_600_000) },
+  ]);
+  assert.deepEqual(
+    result.map((r) => [r.idempotencyKey, r.created]),
+    [
+      ['b-1', true],
+      ['b-0', false],
+      ['b-1', false],
+      ['b-2', true],
+    ],
+  );
+  assert.equal(result[1]?.id, before.id);
+  assert.equal(result[2]?.id, result[0]?.id);
+  assert.equal(
+    (await client.jobs.get(result[3]!.id))?.state,
+    'scheduled',
+    'a future run_at waits as scheduled',
+  );
+});
+
+test('bad input names the field and writes nothing', async () => {
+  const count = await jobCount();
+  await assert.rejects(client.jobs.enqueue({ queue: 'no spaces', kind: 'k' }), (e: Error) => {
+    assert.ok(e instanceof JobValidationError);
+    assert.match(e.message, /^queue: /);
+    return true;
+  });
+  await assert.rejects(
+    client.jobs.enqueueMany([
+      { queue: 'ok', kind: 'k' },
+      { queue: 'ok', kind: 'k', maxAttempts: 0 },
+    ]),
+    /^JobValidationError: jobs\[1\]\.maxAttempts: must be an integer from 1/,
+  );
+  await assert.rejects(client.jobs.enqueue({ queue: 'ok', kind: '' }), /kind: must be a non-empty string/);
+  await assert.rejects(client.jobs.enqueue({ queue: 'ok', kind: 'k', tenantId: 'Upper' }), /tenantId: /);
+  await assert.rejects(
+    client.jobs.enqueue({ queue: 'ok', kind: 'k', runAt: new Date('nope') }),
+    /runAt: must be a valid Date/,
+  );
+  await assert.rejects(
+    client.jobs.enqueue({ queue: 'ok', kind: 'k', payload: { n: 1n } }),
+    /payload: must be JSON-serialisable/,
+  );
+  await assert.rejects(
+    client.jobs.enqueue({ queue: 'ok', kind: 'k', backoffBaseMs: 10, backoffMaxMs: 5 }),
+    /backoffMaxMs: must be at least backoffBaseMs/,
+  );
+  await assert.rejects(client.jobs.list({ limit: 0 }), /limit: must be an integer from 1 to 1000/);
+  assert.equal(await jobCount(), count);
+});
+
+test("enqueueTx joins the caller's transaction: rolled back, the job never existed", async () => {
+  const count = await jobCount();
+  await assert.rejects(
+    withTransaction(db.pool, async (tx) => {
+      await client.jobs.enqueueTx(tx, { queue: 'tx', kind: 'k' });
+      throw new Error('caller aborts');
+    }),
+    /caller aborts/,
+  );
+  assert.equal(await jobCount(), count);
+  const committed = await withTransaction(db.pool, (tx) =>
+    client.jobs.enqueueTx(tx, { queue: 'tx', kind: 'k' }),
+  );
+  assert.equal((await client.jobs.get(committed.id))?.queue, 'tx');
+});
+
+test("a queue's max_attempts is the default for its jobs; the job may override it", async () => {
+  await queueUpsert(db.pool, 'strict', { maxAttempts: 7 });
+  const a = await client.jobs.enqueue({ queue: 'strict', kind: 'k' });
+  const b = await client.jobs.enqueue({ queue: 'strict', kind: 'k', maxAttempts: 2 });
+  assert.equal((await client.jobs.get(a.id))?.maxAttempts, 7);
+  assert.equal((await client.jobs.get(b.id))?.maxAttempts, 2);
+});
+
+test('list filters by queue, state, tenant and kind, newest first, with paging', async () => {
+  for (let i = 0; i < 3; i++)
+    await client.jobs.enqueue({ queue: 'listed', kind: i === 0 ? 'x' : 'y', tenantId: 't1' });
+  const all = await client.jobs.list({ queue: 'listed' });
+  assert.equal(all.length, 3);
+  assert.ok(all[0]!.id > all[1]!.id);
+  assert.equal((await client.jobs.list({ queue: 'listed', kind: 'x' })).length, 1);
+  assert.equal((await client.jobs.list({ queue: 'listed', tenantId: 'default' })).length, 0);
+  assert.equal((await client.jobs.list({ queue: 'listed', state: 'available', limit: 2 })).length, 2);
+  assert.equal((await client.jobs.list({ queue: 'listed', beforeId: all[1]!.id })).length, 1);
+});
+
+test('cancel of a pending job is immediate; a finished job is left as it is', async () => {
+  const job = await client.jobs.enqueue({ queue: 'cancel', kind: 'k' });
+  const cancelled = await client.jobs.cancel(job.id);
+  assert.equal(cancelled?.state, 'cancelled');
+  assert.ok(cancelled?.finishedAt instanceof Date);
+  await db.pool.query(`UPDATE jobs SET state = 'succeeded' WHERE id = $1`, [job.id]);
+  assert.equal((await client.jobs.cancel(job.id))?.state, 'succeeded');
+  assert.equal(await client.jobs.cancel(987654321), undefined);
+});
+
+test('the dead letter lists dead jobs with their history; retry re-runs one, retryDead many', async () => {
+  const ids: number[] = [];
+  for (let i = 0; i < 3; i++)
+    ids.push((await client.jobs.enqueue({ queue: 'dlq', kind: 'k', maxAttempts: 1 })).id);
+  // A factory for the state: two attempts' worth of history, as a worker would have left it.
+  await db.pool.query(
+    `UPDATE jobs SET state = 'dead', attempt = 1, last_error = 'boom', finished_at = now() WHERE id = ANY ($1)`,
+    [ids],
+  );
+  await db.pool.query(
+    `INSERT INTO job_attempts (job_id, attempt, worker, started_at, finished_at, outcome, error)
+     SELECT id, 1, 'w', now() - interval '1 second', now(), 'failed', 'boom' FROM unnest($1::bigint[]) AS id`,
+    [ids],
+  );
+  const dead = await client.jobs.deadLetter({ queue: 'dlq' });
+  assert.equal(dead.length, 3);
+  assert.equal(dead[0]?.lastError, 'boom');
+  assert.equal(dead[0]?.attempts[0]?.outcome, 'failed');
+  assert.ok((dead[0]?.attempts[0]?.durationMs ?? 0) >= 999);
+
+  assert.equal(await client.jobs.retry(ids[0]!), true);
+  const again = await client.jobs.get(ids[0]!);
+  assert.equal(again?.state, 'available');
+  assert.equal(again?.maxAttempts, 2, 'one more attempt than used');
+  assert.equal(again?.attempts.length, 1, 'history is kept');
+  assert.equal(await client.jobs.retry(ids[0]!), false, 'an available job is not re-run');
+
+  assert.deepEqual((await client.jobs.retryDead({ queue: 'dlq' })).sort(), ids.slice(1).sort());
+  assert.equal((await client.jobs.deadLetter({ queue: 'dlq' })).length, 0);
+});
