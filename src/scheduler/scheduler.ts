@@ -229,8 +229,9 @@ export class Scheduler {
       this.#log.warn({ err: error }, 'lease acquire attempt failed');
     }
     if (!this.#running) return;
-    // Standbys contend on expiry: poll at the renew interval, or at once when the leader releases.
-    const timer = this.#schedule(this.#renewMs, () => this.#contend());
+    // Standbys contend on expiry: they poll every tick (so a takeover lands within TTL + tick of the
+    // leader's last renewal), and at once when the leader releases.
+    const timer = this.#schedule(this.#tickMs, () => this.#contend());
     this.#wake = () => {
       this.#wake = null;
       clearTimeout(timer);
