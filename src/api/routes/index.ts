@@ -5,7 +5,14 @@ import { deadLetterRoutes } from './dead-letter.ts';
 import { jobRoutes } from './jobs.ts';
 import { scheduleRoutes } from './schedules.ts';
 import { workerRoutes } from './workers.ts';
+import { workflowRoutes } from './workflows.ts';
 
 export type RouteModule = (app: Api, deps: RouteDeps) => void;
 
-export const routeModules: RouteModule[] = [scheduleRoutes, jobRoutes, deadLetterRoutes, workerRoutes];
+export const routeModules: RouteModule[] = [
+  scheduleRoutes,
+  jobRoutes,
+  deadLetterRoutes,
+  workerRoutes,
+  workflowRoutes,
+];

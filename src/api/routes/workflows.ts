@@ -1,0 +1,299 @@
+/**
+ * Workflows over the workflow client: submit a DAG (validated whole before anything is written),
+ * status with counts, nodes page by page, cancel, resume, and signals.
+ */
+import { Type, type Static } from '@sinclair/typebox';
+import type { FastifyRequest } from 'fastify';
+import type { NodeSpec, WorkflowSpec } from '../../workflow/definition.ts';
+import { WorkflowValidationError } from '../../workflow/definition.ts';
+import { WorkflowClient, WorkflowNotFoundError } from '../../workflow/workflow-client.ts';
+import type { WorkflowStatus } from '../../workflow/status.ts';
+import { NodeState } from '../../store/workflow-nodes.ts';
+import { PUSH_KIND, PUSH_QUEUE, pushPayload } from '../../push/target.ts';
+import type { Api } from '../app.ts';
+import { tenantScope } from '../auth.ts';
+import { badRequest, conflict, notFound } from '../errors.ts';
+import { PositiveInt4, QueueName, TenantId, withErrors } from '../schemas.ts';
+import type { RouteDeps } from '../server.ts';
+
+/** A 100,000-node workflow is ~10–20 MB of JSON; every other route keeps the 1 MiB default. */
+export const WORKFLOW_BODY_LIMIT = 64 * 1024 * 1024;
+
+const NodeKey = Type.String({ minLength: 1, maxLength: 200 });
+
+const Node = Type.Object(
+  {
+    id: NodeKey,
+    type: Type.Optional(Type.Union([Type.Literal('job'), Type.Literal('signal')])),
+    dependsOn: Type.Optional(Type.Array(NodeKey, { maxItems: 100_000 })),
+    queue: Type.Optional(QueueName),
+    kind: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+    url: Type.Optional(
+      Type.String({ format: 'uri', maxLength: 2000, description: 'push target instead of kind' }),
+    ),
+    payload: Type.Optional(Type.Unknown()),
+    priority: Type.Optional(Type.Integer({ minimum: -1_000_000, maximum: 1_000_000 })),
+    retries: Type.Optional(Type.Integer({ minimum: 0, maximum: 100 })),
+    timeoutMs: Type.Optional(PositiveInt4('job deadline, or how long a signal node waits')),
+    signal: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+    onTimeout: Type.Optional(Type.Union([Type.Literal('fail'), Type.Literal('default')])),
+    default: Type.Optional(Type.Unknown()),
+  },
+  { additionalProperties: false },
+);
+
+const SubmitBody = Type.Object(
+  {
+    id: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 200,
+        description: 'submitting the same id and definition again is a no-op',
+      }),
+    ),
+    name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+    tenantId: Type.Optional(TenantId),
+    failurePolicy: Type.Optional(Type.Union([Type.Literal('fail_fast'), Type.Literal('continue')])),
+    nodes: Type.Array(Node, { minItems: 1, maxItems: 100_000 }),
+  },
+  { additionalProperties: false },
+);
+
+const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 200 }) });
+
+function nodeSpec(n: Static<typeof Node>, i: number): NodeSpec {
+  if (n.url !== undefined && n.kind !== undefined) {
+    throw badRequest([
+      { field: `body.nodes.${i}.kind`, reason: 'give kind (a handler) or url (a push target), not both' },
+    ]);
+  }
+  if (n.type === 'signal' || n.signal !== undefined) {
+    return {
+      id: n.id,
+      type: 'signal',
+      signal: n.signal ?? '',
+      timeoutMs: n.timeoutMs,
+      onTimeout: n.onTimeout,
+      default: n.default,
+      dependsOn: n.dependsOn,
+    };
+  }
+  const push = n.url !== undefined;
+  return {
+    id: n.id,
+    type: 'job',
+    queue: n.queue ?? (push ? PUSH_QUEUE : undefined),
+    kind: push ? PUSH_KIND : (n.kind ?? ''),
+    payload: push ? pushPayload(n.url ?? '', n.payload) : n.payload,
+    priority: n.priority,
+    retries: n.retries,
+    timeoutMs: n.timeoutMs,
+    dependsOn: n.dependsOn,
+  };
+}
+
+/** `nodes[3].kind` (the validator's naming) → `body.nodes.3.kind` (the API's). */
+function bodyField(field: string): string {
+  return `body.${field.replace(/\[(\d+)\]/g, '.$1')}`;
+}
+
+function statusJson(s: WorkflowStatus) {
+  return {
+    ...s,
+    startedAt: s.startedAt.toISOString(),
+    finishedAt: s.finishedAt?.toISOString() ?? null,
+    criticalPath: s.criticalPath.map((p) => ({
+      node: p.node,
+      releasedAt: p.releasedAt?.toISOString() ?? null,
+      startedAt: p.startedAt?.toISOString() ?? null,
+      finishedAt: p.finishedAt?.toISOString() ?? null,
+    })),
+  };
+}
+
+export function workflowRoutes(app: Api, deps: RouteDeps): void {
+  const workflows = new WorkflowClient(deps.pool);
+
+  async function forCaller(request: FastifyRequest, id: string): Promise<WorkflowStatus> {
+    const tenant = tenantScope(request, undefined);
+    try {
+      const status = await workflows.status(id);
+      if (tenant !== undefined && status.tenantId !== tenant) throw notFound(`workflow ${id}`);
+      return status;
+    } catch (error) {
+      if (error instanceof WorkflowNotFoundError) throw notFound(`workflow ${id}`);
+      throw error;
+    }
+  }
+
+  app.post(
+    '/v1/workflows',
+    {
+      bodyLimit: WORKFLOW_BODY_LIMIT,
+      schema: {
+        summary: 'Submit a workflow (a DAG of job and signal nodes, up to 100,000)',
+        tags: ['workflows'],
+        body: SubmitBody,
+        response: withErrors({
+          200: Type.Object({
+            id: Type.String(),
+            created: Type.Boolean(),
+            nodes: Type.Integer(),
+            edges: Type.Integer(),
+          }),
+          201: Type.Object({
+            id: Type.String(),
+            created: Type.Boolean(),
+            nodes: Type.Integer(),
+            edges: Type.Integer(),
+          }),
+          409: Type.Ref('Error'),
+        }),
+      },
+    },
+    async (request, reply) => {
+      const b = request.body;
+      const spec: WorkflowSpec = {
+        id: b.id,
+        name: b.name,
+        tenantId: tenantScope(request, b.tenantId) ?? 'default',
+        failurePolicy: b.failurePolicy,
+        nodes: b.nodes.map(nodeSpec),
+      };
+      try {
+        const result = await workflows.submit(spec);
+        return await reply.status(result.created ? 201 : 200).send(result);
+      } catch (error) {
+        if (error instanceof WorkflowValidationError) {
+          // The id is global: one already taken (by this tenant with another definition, or by any
+          // other tenant) is the same conflict either way, and names no one.
+          if (error.field === 'id')
+            throw conflict(`workflow id ${b.id ?? ''} is already in use with another definition`);
+          throw badRequest(
+            [{ field: bodyField(error.field), reason: error.message.slice(error.field.length + 2) }],
+            { cause: error },
+          );
+        }
+        throw error;
+      }
+    },
+  );
+
+  app.get(
+    '/v1/workflows/:id',
+    {
+      schema: {
+        summary: 'Workflow status: state, node counts per state, critical path so far',
+        tags: ['workflows'],
+        params: IdParams,
+        response: withErrors({
+          200: Type.Object(
+            {
+              id: Type.String(),
+              state: Type.String(),
+              nodeCount: Type.Integer(),
+              nodes: Type.Record(Type.String(), Type.Integer()),
+            },
+            { additionalProperties: true },
+          ),
+        }),
+      },
+    },
+    async (request) => statusJson(await forCaller(request, request.params.id)),
+  );
+
+  app.get(
+    '/v1/workflows/:id/nodes',
+    {
+      schema: {
+        summary: 'Nodes of a workflow, by key, page by page',
+        tags: ['workflows'],
+        params: IdParams,
+        querystring: Type.Object(
+          {
+            after: Type.Optional(NodeKey),
+            state: Type.Optional(Type.Union(Object.values(NodeState).map((s) => Type.Literal(s)))),
+            limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000, default: 1000 })),
+          },
+          { additionalProperties: false },
+        ),
+        response: withErrors({
+          200: Type.Object({
+            items: Type.Array(Type.Unknown()),
+            next: Type.Union([Type.String(), Type.Null()]),
+          }),
+        }),
+      },
+    },
+    async (request) => {
+      await forCaller(request, request.params.id);
+      const q = request.query;
+      const page = await workflows.nodes(request.params.id, {
+        after: q.after,
+        state: q.state,
+        limit: q.limit,
+      });
+      return {
+        next: page.next,
+        items: page.nodes.map((n) => ({
+          key: n.key,
+          type: n.type,
+          state: n.state,
+          pendingDeps: n.pending_deps,
+          jobId: n.job_id,
+          jobState: n.job_state,
+          attempt: n.attempt,
+          runs: n.runs,
+          releasedAt: n.released_at?.toISOString() ?? null,
+          startedAt: n.started_at?.toISOString() ?? null,
+          finishedAt: n.finished_at?.toISOString() ?? null,
+        })),
+      };
+    },
+  );
+
+  for (const action of ['cancel', 'resume'] as const) {
+    app.post(
+      `/v1/workflows/:id/${action}`,
+      {
+        schema: {
+          summary:
+            action === 'cancel'
+              ? 'Cancel a running workflow: nothing new starts, running nodes finish'
+              : 'Resume a failed or cancelled workflow: only unfinished nodes run again',
+          tags: ['workflows'],
+          params: IdParams,
+          response: withErrors({ 200: Type.Object({ changed: Type.Boolean(), state: Type.String() }) }),
+        },
+      },
+      async (request) => {
+        await forCaller(request, request.params.id);
+        const changed = await workflows[action](request.params.id);
+        const status = await forCaller(request, request.params.id);
+        return { changed, state: status.state };
+      },
+    );
+  }
+
+  app.post(
+    '/v1/workflows/:id/signals/:name',
+    {
+      schema: {
+        summary: 'Send a signal: completes the signal nodes waiting for this name (once per name)',
+        tags: ['workflows'],
+        params: Type.Object({
+          id: IdParams.properties.id,
+          name: Type.String({ minLength: 1, maxLength: 200 }),
+        }),
+        body: Type.Optional(
+          Type.Object({ payload: Type.Optional(Type.Unknown()) }, { additionalProperties: false }),
+        ),
+        response: withErrors({ 200: Type.Object({ accepted: Type.Boolean(), completed: Type.Integer() }) }),
+      },
+    },
+    async (request) => {
+      await forCaller(request, request.params.id);
+      return workflows.signal(request.params.id, request.params.name, request.body?.payload);
+    },
+  );
+}

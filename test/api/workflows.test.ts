@@ -1,0 +1,145 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { databaseSnapshot, startTestApi } from './support.ts';
+
+const api = await startTestApi();
+
+const diamond = {
+  nodes: [
+    { id: 'extract', queue: 'etl', kind: 'extract' },
+    { id: 'transform', queue: 'etl', kind: 'transform', dependsOn: ['extract'] },
+    { id: 'approve', type: 'signal', signal: 'approved', dependsOn: ['extract'] },
+    { id: 'load', url: 'https://example.test/load', dependsOn: ['transform', 'approve'] },
+  ],
+};
+
+test('submit a workflow, see its status and nodes; the same id and definition again is a no-op', async () => {
+  const created = await api.call<{ id: string; created: boolean; nodes: number; edges: number }>(
+    'POST',
+    '/v1/workflows',
+    {
+      token: api.tokens.acme,
+      body: { id: 'wf-1', name: 'nightly etl', ...diamond },
+    },
+  );
+  assert.equal(created.status, 201, created.text);
+  assert.deepEqual(created.body, { id: 'wf-1', created: true, nodes: 4, edges: 4 });
+  const again = await api.call('POST', '/v1/workflows', {
+    token: api.tokens.acme,
+    body: { id: 'wf-1', name: 'nightly etl', ...diamond },
+  });
+  assert.deepEqual([again.status, again.body.created], [200, false]);
+
+  const status = await api.call<{ state: string; tenantId: string; nodes: Record<string, number> }>(
+    'GET',
+    '/v1/workflows/wf-1',
+    {
+      token: api.tokens.acme,
+    },
+  );
+  assert.equal(status.body.state, 'running');
+  assert.equal(status.body.tenantId, 'acme');
+  assert.equal(status.body.nodes.queued, 1);
+  assert.equal(status.body.nodes.pending, 3);
+
+  const page = await api.call<{ items: { key: string; state: string }[]; next: string | null }>(
+    'GET',
+    '/v1/workflows/wf-1/nodes?limit=2',
+    { token: api.tokens.acme },
+  );
+  assert.deepEqual(
+    page.body.items.map((n) => n.key),
+    ['approve', 'extract'],
+  );
+  const rest = await api.call<{ items: { key: string }[]; next: string | null }>(
+    'GET',
+    `/v1/workflows/wf-1/nodes?limit=2&after=${page.body.next}`,
+    {
+      token: api.tokens.acme,
+    },
+  );
+  assert.deepEqual(
+    rest.body.items.map((n) => n.key),
+    ['load', 'transform'],
+  );
+  const { rows } = await api.db.pool.query<{ kind: string }>(
+    "SELECT kind FROM workflow_nodes WHERE workflow_id = 'wf-1' AND key = 'load'",
+  );
+  assert.equal(rows[0]?.kind, 'http.post', 'a url node is a push job');
+});
+
+test('signal, cancel and resume', async () => {
+  await api.call('POST', '/v1/workflows', { token: api.tokens.acme, body: { id: 'wf-2', ...diamond } });
+  const signal = await api.call('POST', '/v1/workflows/wf-2/signals/approved', {
+    token: api.tokens.acme,
+    body: { payload: { by: 'ops' } },
+  });
+  assert.equal(signal.status, 200, signal.text);
+  assert.equal(signal.body.accepted, true);
+  const twice = await api.call('POST', '/v1/workflows/wf-2/signals/approved', { token: api.tokens.acme });
+  assert.equal(twice.body.accepted, false);
+  const cancel = await api.call('POST', '/v1/workflows/wf-2/cancel', { token: api.tokens.acme });
+  assert.deepEqual(cancel.body, { changed: true, state: 'cancelled' });
+  const cancelAgain = await api.call('POST', '/v1/workflows/wf-2/cancel', { token: api.tokens.acme });
+  assert.deepEqual(cancelAgain.body, { changed: false, state: 'cancelled' });
+  const resume = await api.call('POST', '/v1/workflows/wf-2/resume', { token: api.tokens.acme });
+  assert.deepEqual(resume.body, { changed: true, state: 'running' });
+});
+
+test('invalid workflows are 400 naming the field (cycles, unknown dependencies, types) and write nothing', async () => {
+  const before = await databaseSnapshot(api.db);
+  const cases: [unknown, string][] = [
+    [
+      {
+        nodes: [
+          { id: 'a', kind: 'k', dependsOn: ['b'] },
+          { id: 'b', kind: 'k', dependsOn: ['a'] },
+        ],
+      },
+      'body.nodes',
+    ],
+    [{ nodes: [{ id: 'a', kind: 'k', dependsOn: ['ghost'] }] }, 'body.nodes.0.dependsOn'],
+    [{ nodes: [{ id: 'a', kind: 'k', retries: -1 }] }, 'body.nodes.0.retries'],
+    [{ nodes: [] }, 'body.nodes'],
+    [{ nodes: [{ id: 'a', kind: 'k', url: 'https://x.test' }] }, 'body.nodes.0.kind'],
+    [{ nodes: [{ id: 'a', kind: 'k' }], failurePolicy: 'yolo' }, 'body.failurePolicy'],
+  ];
+  for (const [body, field] of cases) {
+    const r = await api.call('POST', '/v1/workflows', { token: api.tokens.acme, body });
+    assert.equal(r.status, 400, `${JSON.stringify(body)}: ${r.text}`);
+    const fields = (r.body.error as { fields: { field: string }[] }).fields.map((f) => f.field);
+    assert.ok(
+      fields.some((f) => f.startsWith(field)),
+      `${field} in ${JSON.stringify(fields)}`,
+    );
+  }
+  assert.equal(await databaseSnapshot(api.db), before);
+});
+
+test("tenant isolation: every workflow route answers 404 for another tenant's workflow and changes nothing", async () => {
+  await api.call('POST', '/v1/workflows', { token: api.tokens.acme, body: { id: 'wf-private', ...diamond } });
+  const before = await databaseSnapshot(api.db);
+  const routes: [string, string, unknown][] = [
+    ['GET', '/v1/workflows/wf-private', undefined],
+    ['GET', '/v1/workflows/wf-private/nodes', undefined],
+    ['POST', '/v1/workflows/wf-private/cancel', undefined],
+    ['POST', '/v1/workflows/wf-private/resume', undefined],
+    ['POST', '/v1/workflows/wf-private/signals/approved', {}],
+  ];
+  for (const [method, path, body] of routes) {
+    const theirs = await api.call(method, path, { token: api.tokens.globex, body });
+    const none = await api.call(method, path.replace('wf-private', 'wf-none'), {
+      token: api.tokens.globex,
+      body,
+    });
+    assert.equal(theirs.status, 404, `${method} ${path}`);
+    assert.equal(none.status, 404);
+  }
+  const reuse = await api.call('POST', '/v1/workflows', {
+    token: api.tokens.globex,
+    body: { id: 'wf-private', ...diamond },
+  });
+  assert.equal(reuse.status, 409);
+  assert.doesNotMatch(reuse.text, /acme/);
+  assert.equal(await databaseSnapshot(api.db), before);
+});
