@@ -171,6 +171,10 @@ export const command: Command = {
     await role.stop();
     await pool.end();
     process.stdout.write('worker stopped\n');
+    // A handlers module may hold its own handles (a pg pool's idle clients linger 10 s): once every
+    // job is settled and written, they must not keep a stopped worker alive. unref'd: a process that
+    // exits by itself first is not held either.
+    setTimeout(() => process.exit(process.exitCode ?? 0), 1000).unref();
     return 0;
   },
 };
