@@ -113,6 +113,11 @@ export class Scheduler {
   readonly #pendingRefresh = new Set<string>();
   #lastResyncMono = 0;
   #resyncSince: Date | null = null;
+  /**
+   * The control connection: LISTEN and every lease statement. Kept apart from the pool the ticks
+   * write through, so a renewal never waits behind a tick's batch for a connection, and a broken
+   * control connection ends the term (its LISTEN would be deaf from then on).
+   */
   #listener: PoolClient | null = null;
   #timers = new Set<NodeJS.Timeout>();
   #tickInFlight: Promise<void> | null = null;
@@ -152,9 +157,9 @@ export class Scheduler {
   async start(): Promise<void> {
     if (this.#running) return;
     this.#running = true;
+    await this.#listenForRelease();
     if (this.#election) {
       this.metrics.role = 'standby';
-      await this.#listenForRelease();
       this.#schedule(0, () => this.#contend());
     } else {
       this.#log.warn('election disabled (--unsafe-no-election): every instance materialises');
@@ -173,7 +178,7 @@ export class Scheduler {
     this.#term = null;
     if (term !== null) {
       try {
-        await leaseRelease(this.#pool, this.#leaseName, this.holder, term.epoch);
+        await leaseRelease(this.#control(), this.#leaseName, this.holder, term.epoch);
         this.#log.info({ epoch: term.epoch }, 'lease released');
       } catch (error) {
         this.#log.warn({ err: error }, 'lease release failed; standbys take over when it expires');
@@ -201,6 +206,11 @@ export class Scheduler {
     await client.query('LISTEN tidemark_lease');
   }
 
+  #control(): PoolClient {
+    if (this.#listener === null) throw new Error('scheduler control connection is closed');
+    return this.#listener;
+  }
+
   async #closeListener(): Promise<void> {
     const client = this.#listener;
     this.#listener = null;
@@ -217,7 +227,7 @@ export class Scheduler {
     if (!this.#running || this.#term !== null) return;
     const sent = this.#clock.monotonicMs();
     try {
-      const term = await leaseAcquire(this.#pool, this.#leaseName, this.holder, this.#ttlMs);
+      const term = await leaseAcquire(this.#control(), this.#leaseName, this.holder, this.#ttlMs);
       if (term !== null && this.#running) {
         this.time.sampleDb(term.dbNow, sent);
         this.#term = { epoch: term.epoch, trustedUntilMono: this.#trustedUntil(sent) };
@@ -249,7 +259,7 @@ export class Scheduler {
   async #sampleDbClock(): Promise<void> {
     if (this.time.kind !== 'db') return;
     const sent = this.#clock.monotonicMs();
-    this.time.sampleDb(await dbClockNow(this.#pool), sent);
+    this.time.sampleDb(await dbClockNow(this.#control()), sent);
   }
 
   // ——— leader ———
@@ -343,7 +353,7 @@ export class Scheduler {
     let renewed;
     try {
       renewed = await withDeadline(
-        leaseRenew(this.#pool, this.#leaseName, this.holder, term.epoch, this.#ttlMs),
+        leaseRenew(this.#control(), this.#leaseName, this.holder, term.epoch, this.#ttlMs),
         Math.max(0, term.trustedUntilMono - sent),
       );
     } catch (error) {

@@ -2,8 +2,10 @@
  * A TCP proxy a test puts between a process and PostgreSQL to partition it: `cut()` stops forwarding
  * in both directions (bytes are held, connections stay open, as in a network partition where
  * packets are delayed, not refused), `heal()` delivers everything held, in order, and then closes
- * the server side of connections whose client has gone. `delivered` records the client→server bytes
- * that were held during the cut, so a test can see which statements arrived late.
+ * the server side of connections whose client has gone (after a second, so the server can answer).
+ * `delivered` records the client→server bytes that were held during the cut and `lateAnswers` what
+ * the server replied to them on connections whose client had gone, so a test can see which
+ * statements arrived late and what the database made of them.
  */
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import { after } from 'node:test';
@@ -22,6 +24,8 @@ export class TcpProxy {
   #cut = false;
   /** Client→server bytes that were held during a cut and delivered by heal(). */
   delivered = Buffer.alloc(0);
+  /** Server→proxy bytes on connections whose client left during the cut, after heal(). */
+  lateAnswers = Buffer.alloc(0);
   port = 0;
 
   private constructor(upstreamHost: string, upstreamPort: number) {
@@ -36,6 +40,7 @@ export class TcpProxy {
       server.on('data', (chunk: Buffer) => {
         if (this.#cut) pair.toClient.push(chunk);
         else if (!pair.clientGone) client.write(chunk);
+        else this.lateAnswers = Buffer.concat([this.lateAnswers, chunk]);
       });
       const clientClosed = (): void => {
         pair.clientGone = true;
@@ -90,7 +95,7 @@ export class TcpProxy {
       if (!pair.clientGone) for (const chunk of pair.toClient) pair.client.write(chunk);
       pair.toClient = [];
       if (pair.clientGone) {
-        pair.server.end();
+        setTimeout(() => pair.server.end(), 1000);
         this.#pairs.delete(pair);
       }
     }
