@@ -165,7 +165,7 @@ test('cancel reaches a running handler in another process within 1 s (NOTIFY, no
   await client.jobs.cancel(job.id);
   await waitUntil('cancelled', async () => (await jobState(db.pool, job.id)) === 'cancelled', 10_000);
   const { rows } = await db.pool.query<{ reason: string; delay_ms: number }>(
-    `SELECT a.reason, extract(epoch FROM a.at - j.cancel_requested_at) * 1000 AS delay_ms
+    `SELECT a.reason, (extract(epoch FROM a.at - j.cancel_requested_at) * 1000)::float8 AS delay_ms
      FROM aborts a JOIN jobs j ON j.id = a.job_id WHERE a.job_id = $1`,
     [job.id],
   );

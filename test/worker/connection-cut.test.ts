@@ -1,0 +1,103 @@
+/**
+ * A worker whose database connections are cut mid-job (through a TCP proxy this test runs and
+ * breaks): the completion written during the outage is retried until it lands, once; the LISTEN
+ * connection comes back by itself, so new work still wakes the worker without waiting for a poll.
+ */
+import assert from 'node:assert/strict';
+import { createServer, connect, type Socket } from 'node:net';
+import { after, test } from 'node:test';
+import { Client } from '../../src/client.ts';
+import { createTestDatabase } from '../support/db.ts';
+import { spawnTidemark } from '../support/processes.ts';
+import { attemptsOf, jobState, waitUntil } from './support.ts';
+
+const db = await createTestDatabase();
+const client = new Client({ pool: db.pool });
+
+/** Forwards TCP to PostgreSQL; `cut()` drops every connection and refuses new ones until `restore()`. */
+class Proxy {
+  readonly #sockets = new Set<Socket>();
+  #down = false;
+  readonly #server = createServer((inbound) => {
+    if (this.#down) {
+      inbound.destroy();
+      return;
+    }
+    const target = new URL(db.url);
+    const outbound = connect(Number(target.port || 5432), target.hostname);
+    for (const s of [inbound, outbound]) {
+      this.#sockets.add(s);
+      s.on('close', () => this.#sockets.delete(s));
+      s.on('error', () => undefined);
+    }
+    inbound.pipe(outbound).pipe(inbound);
+    inbound.on('close', () => outbound.destroy());
+    outbound.on('close', () => inbound.destroy());
+  });
+
+  async listen(): Promise<number> {
+    await new Promise<void>((resolve) => this.#server.listen(0, '127.0.0.1', resolve));
+    const address = this.#server.address();
+    if (address === null || typeof address === 'string') throw new Error('proxy has no port');
+    return address.port;
+  }
+
+  cut(): void {
+    this.#down = true;
+    for (const s of this.#sockets) s.destroy();
+  }
+
+  restore(): void {
+    this.#down = false;
+  }
+
+  close(): Promise<void> {
+    this.cut();
+    return new Promise((resolve) => this.#server.close(() => resolve()));
+  }
+}
+
+test('connections cut mid-job: the completion is retried and lands once; LISTEN reconnects', async () => {
+  const proxy = new Proxy();
+  const port = await proxy.listen();
+  after(() => proxy.close());
+  const url = new URL(db.url);
+  url.host = `127.0.0.1:${port}`;
+  const worker = spawnTidemark(
+    [
+      'worker',
+      '--handlers',
+      'test/worker/fixtures/handlers.ts',
+      '--queue',
+      'cut:2',
+      '--lease-ms',
+      '6000',
+      '--poll-ms',
+      '10000',
+    ],
+    { env: { DATABASE_URL: url.toString(), TIDEMARK_LOG_LEVEL: 'warn' } },
+  );
+  await worker.waitFor(/worker \S+ ready/, 60_000);
+
+  const job = await client.jobs.enqueue({ queue: 'cut', kind: 'pause', payload: { ms: 800 } });
+  await worker.waitFor(new RegExp(`pausing ${job.id}`));
+  proxy.cut();
+  await worker.waitFor(new RegExp(`paused ${job.id}`)); // finished while the database is unreachable
+  await new Promise((r) => setTimeout(r, 500));
+  assert.equal(await jobState(db.pool, job.id), 'running', 'the completion could not be written yet');
+  proxy.restore();
+
+  await waitUntil('succeeded', async () => (await jobState(db.pool, job.id)) === 'succeeded', 10_000);
+  assert.deepEqual(
+    (await attemptsOf(db.pool, job.id)).map((a) => a.outcome),
+    ['succeeded'],
+  );
+
+  // Polls are 10 s apart: a prompt start means the LISTEN connection is back.
+  await new Promise((r) => setTimeout(r, 1000));
+  const next = await client.jobs.enqueue({ queue: 'cut', kind: 'pause', payload: { ms: 1 } });
+  const t0 = Date.now();
+  await waitUntil('next succeeded', async () => (await jobState(db.pool, next.id)) === 'succeeded', 15_000);
+  assert.ok(Date.now() - t0 < 5000, `the next job took ${Date.now() - t0} ms to run after a NOTIFY`);
+  await worker.kill('SIGTERM');
+});
