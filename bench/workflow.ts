@@ -1,0 +1,246 @@
+/**
+ * Workflow benches: submitting 100,000 nodes, running them with no-op handlers against the flat-job
+ * drain rate of the same worker in the same run, and graph release against level-by-level execution
+ * (simulated durations). P is pgbench's 1-row UPDATE TPS on this server, the reference DESIGN.md uses.
+ */
+import { execFileSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { createLogger } from '../src/log.ts';
+import { jobInsertMany, type JobInsert } from '../src/store/jobs.ts';
+import type { Pool } from '../src/store/pool.ts';
+import { Worker } from '../src/worker/worker.ts';
+import type { NodeSpec } from '../src/workflow/definition.ts';
+import { WorkflowClient } from '../src/workflow/workflow-client.ts';
+import { benchDatabase } from './db.ts';
+import type { Bench, BenchRow } from './table.ts';
+
+const NODES = 100_000;
+const CONCURRENCY = 1000;
+
+/** pgbench, 4 clients for 5 s, one UPDATE of a random row per transaction. */
+function pgbenchP(url: string): number | null {
+  try {
+    execFileSync('pgbench', ['-i', '-q', '-s', '1', url], { stdio: 'ignore' });
+    const script = join(tmpdir(), 'tidemark-pgbench-update.sql');
+    writeFileSync(
+      script,
+      '\\set aid random(1, 100000)\nUPDATE pgbench_accounts SET abalance = abalance + 1 WHERE aid = :aid;\n',
+    );
+    const out = execFileSync('pgbench', ['-n', '-c', '4', '-j', '2', '-T', '5', '-f', script, url], {
+      encoding: 'utf8',
+    });
+    const tps = /tps = ([\d.]+)/.exec(out)?.[1];
+    return tps === undefined ? null : Number(tps);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * 100,000 nodes: a root, 30,000 leaves fanned out from it, 300 chains of 150, 24,698 fan-in nodes
+ * each joining 4 earlier nodes, and a final node joining every chain tail and the last 100 fan-ins.
+ */
+function mixture(): NodeSpec[] {
+  let seed = 42;
+  const random = (n: number): number => {
+    seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
+    return seed % n;
+  };
+  const nodes: NodeSpec[] = [{ id: 'root', queue: 'wf', kind: 'noop' }];
+  for (let i = 0; i < 30_000; i++)
+    nodes.push({ id: `leaf${i}`, queue: 'wf', kind: 'noop', dependsOn: ['root'] });
+  const tails: string[] = [];
+  for (let c = 0; c < 300; c++) {
+    for (let d = 0; d < 150; d++) {
+      const id = `chain${c}.${d}`;
+      nodes.push({ id, queue: 'wf', kind: 'noop', dependsOn: [d === 0 ? 'root' : `chain${c}.${d - 1}`] });
+    }
+    tails.push(`chain${c}.149`);
+  }
+  const fanIn: string[] = [];
+  while (nodes.length < NODES - 1) {
+    const id = `join${nodes.length}`;
+    const deps = new Set<string>();
+    while (deps.size < 4) deps.add((nodes[1 + random(nodes.length - 1)] as NodeSpec).id);
+    nodes.push({ id, queue: 'wf', kind: 'noop', dependsOn: [...deps] });
+    fanIn.push(id);
+  }
+  nodes.push({ id: 'final', queue: 'wf', kind: 'noop', dependsOn: [...tails, ...fanIn.slice(-100)] });
+  return nodes;
+}
+
+async function drainWith(pool: Pool, url: string, done: () => Promise<boolean>): Promise<number> {
+  const worker = new Worker({
+    pool,
+    connectionString: url,
+    handlers: { noop: () => Promise.resolve() },
+    queues: [{ name: 'wf', concurrency: CONCURRENCY }],
+    pollMs: 50,
+    log: createLogger('bench-worker'),
+  });
+  const t0 = performance.now();
+  await worker.start();
+  while (!(await done())) await new Promise((r) => setTimeout(r, 50));
+  const ms = performance.now() - t0;
+  await worker.stop();
+  return ms;
+}
+
+/**
+ * List scheduling on `workers` slots, ready nodes first-come first-served. With `levels`, a node
+ * may start only once every node of the previous topological level has finished.
+ */
+function simulate(parents: number[][], durations: number[], workers: number, levels: boolean): number {
+  const n = parents.length;
+  const level = new Array<number>(n).fill(0);
+  for (let i = 0; i < n; i++)
+    for (const p of parents[i] ?? []) level[i] = Math.max(level[i] ?? 0, (level[p] ?? 0) + 1);
+  const children: number[][] = parents.map(() => []);
+  parents.forEach((ps, i) => ps.forEach((p) => children[p]?.push(i)));
+  const remaining = parents.map((ps) => ps.length);
+  const levelLeft = new Map<number, number>();
+  level.forEach((l) => levelLeft.set(l, (levelLeft.get(l) ?? 0) + 1));
+  let currentLevel = 0;
+  const ready: number[] = [];
+  const held: number[] = [];
+  remaining.forEach((r, i) => r === 0 && ready.push(i));
+  const running: { end: number; node: number }[] = [];
+  let now = 0;
+  let free = workers;
+  for (;;) {
+    ready.sort((a, b) => a - b);
+    while (free > 0 && ready.length > 0) {
+      const node = ready.shift() as number;
+      if (levels && (level[node] ?? 0) > currentLevel) {
+        held.push(node);
+        continue;
+      }
+      running.push({ end: now + (durations[node] ?? 0), node });
+      free--;
+    }
+    if (running.length === 0) return now;
+    running.sort((a, b) => a.end - b.end);
+    const { end, node } = running.shift() as { end: number; node: number };
+    now = end;
+    free++;
+    for (const c of children[node] ?? []) if (--(remaining[c] as number) === 0) ready.push(c);
+    const l = level[node] ?? 0;
+    levelLeft.set(l, (levelLeft.get(l) ?? 0) - 1);
+    if (levels && l === currentLevel && levelLeft.get(l) === 0) {
+      currentLevel++;
+      ready.push(...held.splice(0));
+    }
+  }
+}
+
+function levelsVsGraph(): BenchRow[] {
+  // Wide and variable: 20 levels of 250 nodes, each depending on 2 nodes of the level before;
+  // durations 1-5 s, and 2 % of nodes slow (60 s): the shape the source document warns about.
+  let seed = 7;
+  const random = (): number => {
+    seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
+    return seed / 2 ** 31;
+  };
+  const width = 250;
+  const depth = 20;
+  const parents: number[][] = [];
+  const durations: number[] = [];
+  for (let l = 0; l < depth; l++) {
+    for (let i = 0; i < width; i++) {
+      parents.push(
+        l === 0 ? [] : [...new Set([0, 1].map(() => (l - 1) * width + Math.floor(random() * width)))],
+      );
+      durations.push(random() < 0.02 ? 60 : 1 + random() * 4);
+    }
+  }
+  const workers = 100;
+  const graph = simulate(parents, durations, workers, false);
+  const levels = simulate(parents, durations, workers, true);
+  const work = durations.reduce((a, b) => a + b, 0);
+  return [
+    {
+      group: 'workflow',
+      name: `makespan, graph release (${width}×${depth} nodes, ${workers} slots, simulated)`,
+      value: `${graph.toFixed(0)} s`,
+      note: `lower bound ${Math.max(work / workers, 0).toFixed(0)} s of work per slot`,
+    },
+    {
+      group: 'workflow',
+      name: 'makespan, level-by-level (same graph and durations)',
+      value: `${levels.toFixed(0)} s`,
+      note: `${(levels / graph).toFixed(2)}× graph release: each 60 s node holds back its whole next level`,
+    },
+  ];
+}
+
+export const bench: Bench = async () => {
+  const db = await benchDatabase();
+  try {
+    const P = pgbenchP(db.url);
+    const pNote = (perS: number): string =>
+      P === null ? 'pgbench not found' : `${(perS / P).toFixed(2)} P (P = ${P.toFixed(0)} TPS)`;
+    const workflows = new WorkflowClient(db.pool);
+    const nodes = mixture();
+    const t0 = performance.now();
+    const submitted = await workflows.submit({ id: 'bench', nodes });
+    const submitMs = performance.now() - t0;
+
+    const wfMs = await drainWith(
+      db.pool,
+      db.url,
+      async () => (await workflows.status('bench')).state === 'succeeded',
+    );
+    const wfRate = NODES / (wfMs / 1000);
+
+    const flat: JobInsert[] = Array.from({ length: NODES }, (_, i) => ({
+      queue: 'wf',
+      kind: 'noop',
+      tenantId: 'default',
+      payload: {},
+      priority: 0,
+      runAt: null,
+      maxAttempts: null,
+      timeoutMs: null,
+      heartbeatMs: null,
+      backoffBaseMs: null,
+      backoffMaxMs: null,
+      idempotencyKey: `flat${i}`,
+    }));
+    for (let i = 0; i < flat.length; i += 10_000) await jobInsertMany(db.pool, flat.slice(i, i + 10_000));
+    const flatMs = await drainWith(db.pool, db.url, async () => {
+      const { rows } = await db.pool.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM jobs WHERE state IN ('available', 'running')`,
+      );
+      return rows[0]?.n === 0;
+    });
+    const flatRate = NODES / (flatMs / 1000);
+    return [
+      {
+        group: 'workflow',
+        name: `submit ${submitted.nodes} nodes, ${submitted.edges} edges (fan-out, chains, fan-in)`,
+        value: `${(submitMs / 1000).toFixed(2)} s`,
+        target: '≤ 3 s',
+        note: 'validation + 3 statements in one transaction',
+      },
+      {
+        group: 'workflow',
+        name: `run it, no-op handlers (1 in-process worker, ${CONCURRENCY} slots)`,
+        value: `${wfRate.toFixed(0)} nodes/s`,
+        target: `≥ ${(flatRate / 2).toFixed(0)} (50 % of flat)`,
+        note: `${((wfRate / flatRate) * 100).toFixed(0)} % of flat; ${pNote(wfRate)}`,
+      },
+      {
+        group: 'workflow',
+        name: `flat-job drain, same worker, ${NODES} jobs`,
+        value: `${flatRate.toFixed(0)} jobs/s`,
+        note: pNote(flatRate),
+      },
+      ...levelsVsGraph(),
+    ];
+  } finally {
+    await db.close();
+  }
+};
