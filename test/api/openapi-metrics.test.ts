@@ -1,0 +1,107 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { Validator } from '@seriousme/openapi-schema-validator';
+import { startTestApi } from './support.ts';
+
+const api = await startTestApi();
+
+// Every route of the issue, plus administration; the document must describe exactly these.
+const ROUTES = [
+  'POST /v1/schedules',
+  'GET /v1/schedules',
+  'GET /v1/schedules/{id}',
+  'PATCH /v1/schedules/{id}',
+  'DELETE /v1/schedules/{id}',
+  'POST /v1/schedules/{id}/pause',
+  'POST /v1/schedules/{id}/resume',
+  'POST /v1/schedules/{id}/trigger',
+  'GET /v1/schedules/{id}/occurrences',
+  'POST /v1/jobs',
+  'GET /v1/jobs',
+  'GET /v1/jobs/{id}',
+  'POST /v1/jobs/{id}/cancel',
+  'POST /v1/jobs/{id}/retry',
+  'GET /v1/dead-letter',
+  'POST /v1/dead-letter/retry',
+  'POST /v1/workflows',
+  'GET /v1/workflows/{id}',
+  'GET /v1/workflows/{id}/nodes',
+  'POST /v1/workflows/{id}/cancel',
+  'POST /v1/workflows/{id}/resume',
+  'POST /v1/workflows/{id}/signals/{name}',
+  'POST /v1/workers/claim',
+  'POST /v1/jobs/{id}/heartbeat',
+  'POST /v1/jobs/{id}/complete',
+  'POST /v1/jobs/{id}/fail',
+  'POST /v1/tokens',
+  'GET /v1/tokens',
+  'DELETE /v1/tokens/{id}',
+  'GET /v1/tenants',
+  'GET /v1/tenants/{id}',
+  'PUT /v1/tenants/{id}',
+  'GET /v1/queues',
+  'GET /v1/queues/{name}',
+  'PATCH /v1/queues/{name}',
+  'GET /healthz',
+  'GET /readyz',
+  'GET /metrics',
+].sort();
+
+test('the OpenAPI document validates against the OpenAPI 3.0 schema and lists every route', async () => {
+  const reply = await api.call<{ paths: Record<string, Record<string, unknown>> }>('GET', '/openapi.json', {
+    token: null,
+  });
+  assert.equal(reply.status, 200);
+  const result = await new Validator().validate(reply.body as unknown as object);
+  assert.equal(result.valid, true, JSON.stringify(result.errors, null, 2)?.slice(0, 3000));
+  const listed = Object.entries(reply.body.paths)
+    .flatMap(([path, ops]) => Object.keys(ops).map((method) => `${method.toUpperCase()} ${path}`))
+    .sort();
+  assert.deepEqual(listed, ROUTES);
+  for (const [path, ops] of Object.entries(reply.body.paths)) {
+    for (const [method, op] of Object.entries(ops)) {
+      assert.ok((op as { summary?: string }).summary, `${method} ${path} has a summary`);
+    }
+  }
+});
+
+test('/metrics: backlog, running and dead per queue, schedule lag and request counts, from the database', async () => {
+  await api.call('POST', '/v1/jobs', {
+    body: {
+      jobs: [
+        { queue: 'm1', kind: 'k' },
+        { queue: 'm1', kind: 'k' },
+        { queue: 'm2', kind: 'k' },
+      ],
+    },
+  });
+  await api.db.pool.query(
+    "UPDATE jobs SET state = 'dead', finished_at = now() WHERE id = (SELECT max(id) FROM jobs WHERE queue = 'm2')",
+  );
+  const claim = await api.call('POST', '/v1/workers/claim', {
+    body: { worker: 'metrics-w', queues: ['m1'], limit: 1 },
+  });
+  assert.equal(claim.status, 200);
+  // A schedule due a minute ago that no scheduler has materialised: lag ≈ 60 s.
+  const s = await api.call<{ id: string }>('POST', '/v1/schedules', {
+    body: { name: 'lagging', spec: '* * * * *', target: { queue: 'q', kind: 'k' } },
+  });
+  await api.db.pool.query("UPDATE schedules SET next_fire_at = now() - interval '60 seconds' WHERE id = $1", [
+    s.body.id,
+  ]);
+
+  const reply = await fetch(`${api.url}/metrics`);
+  assert.equal(reply.status, 200);
+  assert.match(reply.headers.get('content-type') ?? '', /text\/plain/);
+  const text = await reply.text();
+  assert.match(text, /^tidemark_backlog_depth\{queue="m1"\} 1$/m);
+  assert.match(text, /^tidemark_running_jobs\{queue="m1"\} 1$/m);
+  assert.match(text, /^tidemark_dead_jobs\{queue="m2"\} 1$/m);
+  const lag = Number(/^tidemark_schedule_lag_seconds (\S+)$/m.exec(text)?.[1]);
+  assert.ok(lag >= 59 && lag < 600, `lag ${lag}`);
+  assert.match(text, /^tidemark_http_requests_total\{method="POST",route="\/v1\/jobs",status="201"\} 1$/m);
+  assert.match(
+    text,
+    /^tidemark_http_request_duration_seconds_bucket\{le="\+Inf",method="POST",route="\/v1\/workers\/claim"\} 1$/m,
+  );
+});
