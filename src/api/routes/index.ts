@@ -1,5 +1,6 @@
 /** The /v1 resource routes beyond administration, one module per resource. */
 import type { Api } from '../app.ts';
+import { dashboardRoutes } from '../../dashboard/serve.ts';
 import type { RouteDeps } from '../server.ts';
 import { deadLetterRoutes } from './dead-letter.ts';
 import { jobRoutes } from './jobs.ts';
@@ -15,4 +16,5 @@ export const routeModules: RouteModule[] = [
   deadLetterRoutes,
   workerRoutes,
   workflowRoutes,
+  dashboardRoutes,
 ];

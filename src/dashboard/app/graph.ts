@@ -1,0 +1,83 @@
+/// <reference lib="dom" />
+/**
+ * A workflow drawn as a layered DAG: each node in the column of its longest path from a root, so
+ * every edge points right. Meant for workflows of up to a few hundred nodes (GRAPH_MAX); beyond that
+ * a drawing is unreadable and the page shows counts per state only.
+ */
+import { h, svg } from './dom.ts';
+import type { WorkflowNode } from './types.ts';
+
+export const GRAPH_MAX = 300;
+
+const COL = 170;
+const ROW = 34;
+const NODE_W = 140;
+const NODE_H = 24;
+
+/** Column of each node: 0 for roots, else one more than its deepest parent. Input is acyclic (checked at submit). */
+export function layers(nodes: WorkflowNode[]): Map<string, number> {
+  const byKey = new Map(nodes.map((n) => [n.key, n]));
+  const depth = new Map<string, number>();
+  const visit = (key: string, seen: Set<string>): number => {
+    const known = depth.get(key);
+    if (known !== undefined) return known;
+    if (seen.has(key)) return 0;
+    seen.add(key);
+    const parents = (byKey.get(key)?.dependsOn ?? []).filter((p) => byKey.has(p));
+    const d = parents.length === 0 ? 0 : 1 + Math.max(...parents.map((p) => visit(p, seen)));
+    depth.set(key, d);
+    return d;
+  };
+  for (const n of nodes) visit(n.key, new Set());
+  return depth;
+}
+
+export function workflowGraph(nodes: WorkflowNode[]): HTMLElement {
+  const depth = layers(nodes);
+  const columns: WorkflowNode[][] = [];
+  for (const n of nodes) (columns[depth.get(n.key) ?? 0] ??= []).push(n);
+  const pos = new Map<string, { x: number; y: number }>();
+  columns.forEach((col, c) => col.forEach((n, r) => pos.set(n.key, { x: 10 + c * COL, y: 10 + r * ROW })));
+  const width = 20 + Math.max(1, columns.length) * COL;
+  const height = 20 + Math.max(1, ...columns.map((c) => c.length)) * ROW;
+
+  const root = svg('svg', {
+    viewBox: `0 0 ${width} ${height}`,
+    width,
+    height,
+    role: 'img',
+    class: 'graph',
+  });
+  root.appendChild(svg('title', {}, `Workflow graph: ${nodes.length} nodes in ${columns.length} columns`));
+  for (const n of nodes) {
+    const to = pos.get(n.key);
+    for (const p of n.dependsOn ?? []) {
+      const from = pos.get(p);
+      if (from === undefined || to === undefined) continue;
+      root.appendChild(
+        svg('line', {
+          x1: from.x + NODE_W,
+          y1: from.y + NODE_H / 2,
+          x2: to.x,
+          y2: to.y + NODE_H / 2,
+          class: 'edge',
+        }),
+      );
+    }
+  }
+  for (const n of nodes) {
+    const at = pos.get(n.key);
+    if (at === undefined) continue;
+    const label = n.key.length > 18 ? `${n.key.slice(0, 17)}…` : n.key;
+    root.appendChild(
+      svg(
+        'g',
+        { class: `node node-${n.state}`, transform: `translate(${at.x},${at.y})` },
+        svg('title', {}, `${n.key}: ${n.state}`),
+        svg('rect', { width: NODE_W, height: NODE_H, rx: 4 }),
+        svg('text', { x: 8, y: 16 }, label),
+      ),
+    );
+  }
+  return h('div', { class: 'graph-scroll', tabindex: 0, 'aria-label': 'Workflow graph (scrolls)' }, root);
+}

@@ -1,0 +1,270 @@
+/// <reference lib="dom" />
+/**
+ * Jobs: filter by queue, state and tenant; a running job shows its progress (a bar when it gives a
+ * percentage, and its message), how long ago it last heartbeated, and a warning when it looks stuck;
+ * cancel; one job's attempts with their errors.
+ */
+import { ApiError, get, post, query } from '../api.ts';
+import { badge, bar, h, notice, show, table } from '../dom.ts';
+import { ago, duration, json, local, utc } from '../format.ts';
+import { errorText, poll, type PageContext } from '../page.ts';
+import { heartbeatView, progressView } from '../progress.ts';
+import { JOB_STATES, type Job, type JobDetail, type Page } from '../types.ts';
+
+/** Running jobs move: refresh often enough to watch a progress bar. */
+const POLL_MS = 2000;
+const FINAL = new Set(['succeeded', 'dead', 'cancelled']);
+
+const TONE: Record<string, string> = {
+  running: 'info',
+  succeeded: 'ok',
+  dead: 'bad',
+  failed: 'warn',
+  cancelled: 'muted',
+  available: 'muted',
+  scheduled: 'muted',
+};
+
+export function stateBadge(state: string): HTMLElement {
+  return badge(state, TONE[state] ?? 'muted');
+}
+
+export function progressCell(job: Job, now: number): HTMLElement | string {
+  if (job.state !== 'running') return '';
+  const p = progressView(job.progress);
+  const hb = heartbeatView(job, now);
+  return h(
+    'div',
+    { class: 'progress' },
+    p.percent === null
+      ? null
+      : bar(p.percent, {
+          role: 'progressbar',
+          'aria-valuemin': 0,
+          'aria-valuemax': 100,
+          'aria-valuenow': Math.round(p.percent),
+          'aria-label': `Job ${job.id} progress`,
+        }),
+    p.percent === null ? null : h('span', { class: 'percent' }, `${Math.round(p.percent)}%`),
+    p.message === null ? null : h('span', { class: 'progress-message' }, p.message),
+    p.raw === null ? null : h('code', {}, p.raw),
+    hb === null
+      ? null
+      : h(
+          'div',
+          { class: hb.stuck ? 'heartbeat stuck' : 'heartbeat' },
+          `heartbeat ${duration(hb.ageMs)} ago`,
+          hb.stuck
+            ? h(
+                'strong',
+                { class: 'stuck-warning', role: 'alert' },
+                hb.leaseExpired
+                  ? ` — lease expired: its worker is gone or cut off; the job will be taken back and retried`
+                  : ` — looks stuck: heartbeats are due every ${duration(hb.expectedMs)}`,
+              )
+            : null,
+        ),
+  );
+}
+
+function cancelButton(job: Job, status: HTMLElement, after: () => Promise<void>): HTMLElement | null {
+  if (FINAL.has(job.state)) return null;
+  if (job.cancelRequestedAt !== null) return h('span', { class: 'muted' }, 'cancel requested');
+  return h(
+    'button',
+    {
+      type: 'button',
+      'aria-label': `Cancel job ${job.id}`,
+      onclick: () => {
+        post<{ previousState: string }>(`/v1/jobs/${job.id}/cancel`)
+          .then(async (r) => {
+            show(status, notice(`Job ${job.id} cancelled (was ${r.previousState}).`, 'ok'));
+            await after();
+          })
+          .catch((error: unknown) => show(status, notice(errorText(error), 'error')));
+      },
+    },
+    'Cancel',
+  );
+}
+
+export async function jobsPage(ctx: PageContext): Promise<void> {
+  if (ctx.params[0] !== undefined) return jobPage(ctx, ctx.params[0]);
+  const filters = {
+    queue: ctx.query.get('queue') ?? '',
+    state: ctx.query.get('state') ?? '',
+    tenantId: ctx.query.get('tenantId') ?? '',
+  };
+  const status = h('div', { class: 'status-line' });
+  const list = h('div');
+  show(ctx.main, h('h1', {}, 'Jobs'), filterForm(ctx, filters), status, list);
+  const refresh = async (): Promise<void> => {
+    const page = await get<Page<Job>>(
+      `/v1/jobs${query({ ...filters, tenantId: ctx.session.admin ? filters.tenantId : undefined, limit: 100 })}`,
+      ctx.signal,
+    );
+    const now = Date.now();
+    show(
+      list,
+      page.items.length === 0
+        ? notice('No jobs match.')
+        : table(
+            'Jobs, newest first',
+            ['Job', 'Queue', 'Kind', 'Tenant', 'State', 'Attempt', 'Progress', 'Created', ''],
+            page.items.map((j) => [
+              h('a', { href: `#/jobs/${j.id}` }, `#${j.id}`),
+              j.queue,
+              j.kind,
+              j.tenantId,
+              stateBadge(j.state),
+              `${j.attempt} / ${j.maxAttempts}`,
+              progressCell(j, now),
+              h('time', { datetime: j.createdAt, title: local(j.createdAt) }, ago(j.createdAt, now)),
+              cancelButton(j, status, refresh),
+            ]),
+            { class: 'jobs' },
+          ),
+      page.next === null
+        ? null
+        : h('p', { class: 'hint' }, 'Showing the newest 100; narrow the filters to see others.'),
+    );
+  };
+  poll(ctx, POLL_MS, status, refresh);
+  await Promise.resolve();
+}
+
+function filterForm(ctx: PageContext, f: { queue: string; state: string; tenantId: string }): HTMLElement {
+  const queue = h('input', { id: 'f-queue', name: 'queue', value: f.queue, autocomplete: 'off' });
+  const state = h(
+    'select',
+    { id: 'f-state', name: 'state' },
+    h('option', { value: '' }, 'any'),
+    JOB_STATES.map((s) => h('option', { value: s, selected: s === f.state }, s)),
+  );
+  const tenant = ctx.session.admin
+    ? h(
+        'select',
+        { id: 'f-tenant', name: 'tenantId' },
+        h('option', { value: '' }, 'all'),
+        ctx.session.tenants.map((t) => h('option', { value: t, selected: t === f.tenantId }, t)),
+      )
+    : null;
+  return h(
+    'form',
+    {
+      class: 'filters',
+      role: 'search',
+      'aria-label': 'Filter jobs',
+      onsubmit: (event: Event) => {
+        event.preventDefault();
+        location.hash = `#/jobs${query({ queue: queue.value.trim(), state: state.value, tenantId: tenant?.value })}`;
+      },
+    },
+    h('label', { for: 'f-queue' }, 'Queue'),
+    queue,
+    h('label', { for: 'f-state' }, 'State'),
+    state,
+    tenant === null ? null : [h('label', { for: 'f-tenant' }, 'Tenant'), tenant],
+    h('button', { type: 'submit' }, 'Filter'),
+  );
+}
+
+async function jobPage(ctx: PageContext, id: string): Promise<void> {
+  const status = h('div', { class: 'status-line' });
+  const body = h('div');
+  show(ctx.main, h('p', {}, h('a', { href: '#/jobs' }, '← Jobs')), status, body);
+  const refresh = async (): Promise<void> => {
+    let job: JobDetail;
+    try {
+      job = await get<JobDetail>(`/v1/jobs/${encodeURIComponent(id)}`, ctx.signal);
+    } catch (error) {
+      if (error instanceof ApiError && (error.status === 404 || error.status === 400)) {
+        show(body, h('h1', {}, 'Job not found'), notice(`No job ${id} is visible to this token.`, 'error'));
+        return;
+      }
+      throw error;
+    }
+    const now = Date.now();
+    show(
+      body,
+      h('h1', {}, `Job #${job.id} `, stateBadge(job.state)),
+      h(
+        'div',
+        { class: 'actions' },
+        cancelButton(job, status, refresh),
+        ['dead', 'cancelled', 'failed'].includes(job.state)
+          ? h(
+              'button',
+              {
+                type: 'button',
+                onclick: () => {
+                  post(`/v1/jobs/${job.id}/retry`)
+                    .then(async () => {
+                      show(status, notice(`Job ${job.id} queued to run again.`, 'ok'));
+                      await refresh();
+                    })
+                    .catch((error: unknown) => show(status, notice(errorText(error), 'error')));
+                },
+              },
+              'Run again',
+            )
+          : null,
+      ),
+      job.state === 'running'
+        ? h('section', { 'aria-label': 'Progress' }, h('h2', {}, 'Progress'), progressCell(job, now))
+        : null,
+      h(
+        'dl',
+        { class: 'facts' },
+        [
+          ['Queue', job.queue],
+          ['Kind', job.kind],
+          ['Tenant', job.tenantId],
+          ['Attempt', `${job.attempt} of ${job.maxAttempts}`],
+          ['Priority', String(job.priority)],
+          ['Run at', `${utc(job.runAt)} · ${local(job.runAt)}`],
+          ['Started', utc(job.startedAt)],
+          ['Finished', utc(job.finishedAt)],
+          ['Deadline per attempt', job.timeoutMs === null ? 'none' : duration(job.timeoutMs)],
+          ['Worker', job.leaseOwner ?? '—'],
+          ['Lease until', utc(job.leaseExpiresAt)],
+          ['Idempotency key', job.idempotencyKey],
+          ['Schedule', job.scheduleId ?? '—'],
+        ].flatMap(([k, v]) => [h('dt', {}, k ?? ''), h('dd', {}, v ?? '')]),
+        job.scheduleId === null
+          ? null
+          : [
+              h('dt', {}, 'From schedule'),
+              h('dd', {}, h('a', { href: `#/schedules/${job.scheduleId}` }, 'open')),
+            ],
+      ),
+      job.lastError === null
+        ? null
+        : [h('h2', {}, 'Last error'), h('pre', { class: 'error-text' }, job.lastError)],
+      h('h2', {}, 'Attempts'),
+      job.attempts.length === 0
+        ? notice('No attempt yet.')
+        : table(
+            'Attempts',
+            ['#', 'Worker', 'Started (UTC)', 'Duration', 'Outcome', 'Error'],
+            job.attempts.map((a) => [
+              String(a.attempt),
+              a.worker,
+              utc(a.startedAt),
+              a.durationMs === null ? (a.finishedAt === null ? 'running' : '—') : duration(a.durationMs),
+              a.outcome === null
+                ? '—'
+                : stateBadge(
+                    a.outcome === 'succeeded' ? 'succeeded' : a.outcome === 'failed' ? 'failed' : a.outcome,
+                  ),
+              a.error === null ? '' : h('pre', { class: 'error-text' }, a.error),
+            ]),
+            { class: 'attempts' },
+          ),
+      h('h2', {}, 'Payload'),
+      h('pre', { class: 'json' }, json(job.payload)),
+    );
+  };
+  poll(ctx, POLL_MS, status, refresh);
+  await Promise.resolve();
+}

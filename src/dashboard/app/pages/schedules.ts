@@ -1,0 +1,373 @@
+/// <reference lib="dom" />
+/**
+ * Schedules: register one from a spec or a plain-English phrase (the answer shows what it compiled
+ * to and the next fire times), list with next fire times in UTC and local time, pause, resume,
+ * trigger now; and one schedule's occurrence ledger with on-time, late, skipped and missed marked.
+ */
+import { ApiError, get, post, query } from '../api.ts';
+import { badge, h, notice, show, table } from '../dom.ts';
+import { duration, local, utc } from '../format.ts';
+import { errorText, missingRoutes, poll, type PageContext } from '../page.ts';
+import type { Occurrence, Page, Schedule } from '../types.ts';
+
+const ROUTES = ['GET /v1/schedules', 'POST /v1/schedules'];
+const POLL_MS = 3000;
+/**
+ * An occurrence decided within this long of its fire time is on time: the scheduler ticks every
+ * second (SCHEDULER_DEFAULTS.tickMs), so up to a tick plus a database round trip is normal.
+ */
+export const LATE_AFTER_MS = 2000;
+
+function tenantPicker(ctx: PageContext, current: string): HTMLElement | null {
+  if (!ctx.session.admin) return null;
+  const select = h(
+    'select',
+    {
+      id: 'schedule-tenant',
+      onchange: (e: Event) => {
+        location.hash = `#/schedules${query({ tenant: (e.target as HTMLSelectElement).value })}`;
+      },
+    },
+    ['default', ...ctx.session.tenants.filter((t) => t !== 'default')].map((t) =>
+      h('option', { value: t, selected: t === current }, t),
+    ),
+  );
+  return h('div', { class: 'filters' }, h('label', { for: 'schedule-tenant' }, 'Tenant'), select);
+}
+
+export async function schedulesPage(ctx: PageContext): Promise<void> {
+  if (ctx.params[0] !== undefined) return schedulePage(ctx, ctx.params[0]);
+  const missing = missingRoutes(ctx, ROUTES);
+  if (missing.length > 0) {
+    show(
+      ctx.main,
+      h('h1', {}, 'Schedules'),
+      notice(`This server has no schedule routes (${missing.join(', ')}).`, 'error'),
+    );
+    return;
+  }
+  const tenant = ctx.query.get('tenant') ?? 'default';
+  const status = h('div', { class: 'status-line' });
+  const created = h('div', { 'aria-live': 'polite' });
+  const list = h('div');
+  show(
+    ctx.main,
+    h('h1', {}, 'Schedules'),
+    createForm(ctx, tenant, created),
+    created,
+    h('h2', {}, 'Registered schedules'),
+    tenantPicker(ctx, tenant),
+    status,
+    list,
+  );
+  const refresh = async (): Promise<void> => {
+    const tenantId = ctx.session.admin ? tenant : undefined;
+    const page = await get<Page<Schedule>>(`/v1/schedules${query({ tenantId, limit: 200 })}`, ctx.signal);
+    renderList(list, page.items, status, refresh);
+  };
+  poll(ctx, POLL_MS, status, refresh);
+  window.addEventListener(
+    'tidemark:refresh',
+    () => void refresh().catch((error: unknown) => show(status, notice(errorText(error), 'error'))),
+    { signal: ctx.signal },
+  );
+  await Promise.resolve();
+}
+
+function field(id: string, label: string, input: HTMLElement, hint?: string): HTMLElement {
+  return h(
+    'div',
+    { class: 'field' },
+    h('label', { for: id }, label),
+    input,
+    hint === undefined ? null : h('small', { id: `${id}-hint` }, hint),
+  );
+}
+
+function createForm(ctx: PageContext, tenant: string, out: HTMLElement): HTMLElement {
+  const zone = Intl.DateTimeFormat().resolvedOptions().timeZone;
+  const name = h('input', {
+    id: 'new-name',
+    name: 'name',
+    required: true,
+    maxlength: 200,
+    autocomplete: 'off',
+  });
+  const spec = h('input', {
+    id: 'new-spec',
+    name: 'spec',
+    required: true,
+    maxlength: 500,
+    placeholder: 'every weekday at 9am',
+    autocomplete: 'off',
+    'aria-describedby': 'new-spec-hint',
+  });
+  const tz = h('input', {
+    id: 'new-zone',
+    name: 'timeZone',
+    value: zone,
+    required: true,
+    'aria-describedby': 'new-zone-hint',
+  });
+  const queue = h('input', { id: 'new-queue', name: 'queue', value: 'default', required: true });
+  const kind = h('input', {
+    id: 'new-kind',
+    name: 'kind',
+    placeholder: 'handler name',
+    'aria-describedby': 'new-kind-hint',
+  });
+  const url = h('input', { id: 'new-url', name: 'url', type: 'url', placeholder: 'https://…' });
+  const submit = h('button', { type: 'submit' }, 'Create schedule');
+  const form = h(
+    'form',
+    {
+      class: 'card-form',
+      'aria-labelledby': 'new-h',
+      onsubmit: (event: Event) => {
+        event.preventDefault();
+        const target: Record<string, string> = { queue: queue.value.trim() };
+        if (url.value.trim() !== '') target.url = url.value.trim();
+        else target.kind = kind.value.trim();
+        const body = {
+          name: name.value.trim(),
+          spec: spec.value.trim(),
+          timeZone: tz.value.trim(),
+          target,
+          ...(ctx.session.admin ? { tenantId: tenant } : {}),
+        };
+        submit.disabled = true;
+        post<Schedule>('/v1/schedules', body)
+          .then((s) => {
+            show(out, createdSummary(s));
+            form.reset();
+            tz.value = zone;
+            queue.value = 'default';
+            window.dispatchEvent(new Event('tidemark:refresh'));
+          })
+          .catch((error: unknown) => show(out, notice(`Not created: ${errorText(error)}`, 'error')))
+          .finally(() => {
+            submit.disabled = false;
+          });
+      },
+    },
+    h('h2', { id: 'new-h' }, 'New schedule'),
+    h(
+      'div',
+      { class: 'grid-fields' },
+      field('new-name', 'Name', name),
+      field('new-spec', 'When', spec, 'cron, “every 90s”, “at 2030-01-01T09:00” or plain English'),
+      field('new-zone', 'Time zone', tz, 'IANA zone the times are read in'),
+      field('new-queue', 'Queue', queue),
+      field('new-kind', 'Handler', kind, 'or a URL for an HTTP target'),
+      field('new-url', 'URL target', url),
+    ),
+    submit,
+  );
+  return form;
+}
+
+function fireTimes(times: string[]): HTMLElement {
+  return h(
+    'ol',
+    { class: 'fire-times' },
+    times.map((t) =>
+      h('li', {}, h('time', { datetime: t }, utc(t)), h('span', { class: 'local' }, local(t))),
+    ),
+  );
+}
+
+function createdSummary(s: Schedule): HTMLElement {
+  return h(
+    'section',
+    { class: 'created', 'aria-label': 'Created schedule' },
+    h(
+      'p',
+      {},
+      'Created ',
+      h('a', { href: `#/schedules/${s.id}` }, s.name),
+      ': ',
+      h('strong', {}, s.compiled.description),
+    ),
+    h(
+      'p',
+      {},
+      'Compiled to ',
+      h('code', {}, s.compiled.canonical),
+      ` (${s.compiled.kind}, ${s.compiled.timeZone})`,
+    ),
+    h('h3', {}, 'Next fire times'),
+    fireTimes(s.nextFireTimes),
+  );
+}
+
+function stateBadge(s: Schedule): HTMLElement {
+  return s.paused ? badge('paused', 'warn') : badge('active', 'ok');
+}
+
+function actions(s: Schedule, status: HTMLElement, after: () => Promise<void>): HTMLElement {
+  const act = (path: string, done: string) => {
+    post(`/v1/schedules/${s.id}/${path}`)
+      .then(async () => {
+        show(status, notice(done, 'ok'));
+        await after();
+      })
+      .catch((error: unknown) => show(status, notice(errorText(error), 'error')));
+  };
+  return h(
+    'span',
+    { class: 'actions' },
+    s.paused
+      ? h(
+          'button',
+          {
+            type: 'button',
+            onclick: () => act('resume', `Resumed ${s.name}`),
+            'aria-label': `Resume ${s.name}`,
+          },
+          'Resume',
+        )
+      : h(
+          'button',
+          {
+            type: 'button',
+            onclick: () => act('pause', `Paused ${s.name}`),
+            'aria-label': `Pause ${s.name}`,
+          },
+          'Pause',
+        ),
+    h(
+      'button',
+      {
+        type: 'button',
+        onclick: () => act('trigger', `Triggered ${s.name}`),
+        'aria-label': `Trigger ${s.name} now`,
+      },
+      'Trigger now',
+    ),
+  );
+}
+
+function renderList(
+  region: HTMLElement,
+  items: Schedule[],
+  status: HTMLElement,
+  refresh: () => Promise<void>,
+): void {
+  if (items.length === 0) {
+    show(region, notice('No schedules yet.'));
+    return;
+  }
+  show(
+    region,
+    table(
+      'Schedules',
+      ['Name', 'When', 'Zone', 'Next fire (UTC)', 'Next fire (local)', 'State', 'Actions'],
+      items.map((s) => [
+        h('a', { href: `#/schedules/${s.id}` }, s.name),
+        h('span', {}, h('code', {}, s.spec), h('br'), h('small', {}, s.compiled.description)),
+        s.timeZone,
+        s.paused ? '—' : utc(s.nextFireAt),
+        s.paused ? '—' : local(s.nextFireAt),
+        stateBadge(s),
+        actions(s, status, refresh),
+      ]),
+      { class: 'schedules' },
+    ),
+  );
+}
+
+/** How an occurrence went: the ledger's state, with enqueued split by lateness. */
+export function occurrenceVerdict(o: Occurrence): { text: string; tone: string } {
+  if (o.state === 'skipped') return { text: 'skipped', tone: 'warn' };
+  if (o.state === 'missed') return { text: 'missed', tone: 'bad' };
+  if (o.lateMs > LATE_AFTER_MS) return { text: 'late', tone: 'warn' };
+  return { text: 'on time', tone: 'ok' };
+}
+
+async function schedulePage(ctx: PageContext, id: string): Promise<void> {
+  const status = h('div', { class: 'status-line' });
+  const head = h('div');
+  const ledger = h('div');
+  show(
+    ctx.main,
+    h('p', {}, h('a', { href: '#/schedules' }, '← Schedules')),
+    head,
+    status,
+    h('h2', {}, 'Occurrences'),
+    ledger,
+  );
+  const refresh = async (): Promise<void> => {
+    let s: Schedule;
+    try {
+      s = await get<Schedule>(`/v1/schedules/${encodeURIComponent(id)}`, ctx.signal);
+    } catch (error) {
+      if (error instanceof ApiError && error.status === 404) {
+        show(
+          head,
+          h('h1', {}, 'Schedule not found'),
+          notice(`No schedule ${id} is visible to this token.`, 'error'),
+        );
+        show(ledger);
+        return;
+      }
+      throw error;
+    }
+    const occ = await get<Page<Occurrence>>(
+      `/v1/schedules/${encodeURIComponent(id)}/occurrences?limit=100`,
+      ctx.signal,
+    );
+    show(
+      head,
+      h('h1', {}, s.name, ' ', stateBadge(s)),
+      h(
+        'dl',
+        { class: 'facts' },
+        fact('Spec', h('code', {}, s.spec)),
+        fact('Means', s.compiled.description),
+        fact('Compiled', h('code', {}, s.compiled.canonical)),
+        fact('Zone', s.timeZone),
+        fact('Target', s.target.url ?? `${s.target.queue} / ${s.target.kind}`),
+        fact(
+          'Misfire',
+          `${s.misfire.policy}${s.misfire.startingDeadlineMs === null ? '' : `, deadline ${duration(s.misfire.startingDeadlineMs)}`}`,
+        ),
+        fact('Overlap', s.overlap),
+        fact('Tenant', s.tenantId),
+        fact('Version', String(s.version)),
+      ),
+      actions(s, status, refresh),
+      h('h2', {}, 'Next fire times'),
+      s.paused ? notice('Paused: nothing fires until it is resumed.') : fireTimes(s.nextFireTimes),
+    );
+    if (occ.items.length === 0) {
+      show(ledger, notice('No occurrences yet.'));
+      return;
+    }
+    show(
+      ledger,
+      table(
+        'Occurrence ledger, newest first',
+        ['Fire time (UTC)', 'Local', 'Outcome', 'Lateness', 'Source', 'Job', 'Reason'],
+        occ.items.map((o) => {
+          const v = occurrenceVerdict(o);
+          return [
+            utc(o.fireAt),
+            local(o.fireAt),
+            badge(v.text, v.tone),
+            duration(o.lateMs),
+            o.source,
+            o.jobId === null ? '—' : h('a', { href: `#/jobs/${o.jobId}` }, `#${o.jobId}`),
+            o.reason ?? '',
+          ];
+        }),
+        { class: 'ledger' },
+      ),
+    );
+  };
+  poll(ctx, POLL_MS, status, refresh);
+  await Promise.resolve();
+}
+
+function fact(term: string, value: Node | string): HTMLElement[] {
+  return [h('dt', {}, term), h('dd', {}, value)];
+}

@@ -1,0 +1,43 @@
+/// <reference lib="dom" />
+/**
+ * Who is signed in and what this server offers. An admin token may look at every tenant; a tenant
+ * token sees only its own (the API enforces it; the dashboard also hides cluster-wide figures, which
+ * would tell one tenant about the others' load). Route presence comes from /openapi.json, so a page
+ * whose routes this server lacks says so instead of failing.
+ */
+import { ApiError, request } from './api.ts';
+
+export interface Session {
+  token: string;
+  admin: boolean;
+  /** Tenant ids an admin can pick from; empty for a tenant token. */
+  tenants: string[];
+  /** "METHOD /path" of every route the server documents. */
+  routes: Set<string>;
+}
+
+export async function sessionOpen(token: string): Promise<Session> {
+  // Any authenticated read proves the token; jobs are listed for every kind of token.
+  await request('GET', '/v1/jobs?limit=1', { token });
+  let admin = false;
+  let tenants: string[] = [];
+  try {
+    const list = await request<{ items: { id: string }[] }>('GET', '/v1/tenants', { token });
+    admin = true;
+    tenants = list.items.map((t) => t.id);
+  } catch (error) {
+    if (!(error instanceof ApiError && error.status === 403)) throw error;
+  }
+  const doc = await request<{ paths?: Record<string, Record<string, unknown>> }>('GET', '/openapi.json', {
+    token,
+  });
+  const routes = new Set<string>();
+  for (const [path, methods] of Object.entries(doc.paths ?? {})) {
+    for (const method of Object.keys(methods)) routes.add(`${method.toUpperCase()} ${path}`);
+  }
+  return { token, admin, tenants, routes };
+}
+
+export function hasRoute(session: Session, route: string): boolean {
+  return session.routes.has(route);
+}

@@ -1,0 +1,122 @@
+/**
+ * The API's JSON as the dashboard reads it (src/api/job-json.ts, src/api/routes/*.ts). Kept by hand
+ * beside the pages that use it: the dashboard imports nothing from the server side, it only speaks
+ * HTTP, so this file is the one place to change when a route's answer changes.
+ */
+
+export interface Page<T> {
+  items: T[];
+  next: string | number | null;
+}
+
+export interface Job {
+  id: number;
+  queue: string;
+  kind: string;
+  tenantId: string;
+  payload: unknown;
+  priority: number;
+  state: string;
+  runAt: string;
+  attempt: number;
+  maxAttempts: number;
+  timeoutMs: number | null;
+  heartbeatMs: number | null;
+  idempotencyKey: string;
+  leaseOwner: string | null;
+  leaseExpiresAt: string | null;
+  progress: unknown;
+  heartbeatAt: string | null;
+  lastError: string | null;
+  scheduleId: string | null;
+  cancelRequestedAt: string | null;
+  createdAt: string;
+  startedAt: string | null;
+  finishedAt: string | null;
+}
+
+export interface Attempt {
+  attempt: number;
+  worker: string;
+  startedAt: string;
+  finishedAt: string | null;
+  durationMs: number | null;
+  outcome: string | null;
+  error: string | null;
+}
+
+export type JobDetail = Job & { attempts: Attempt[] };
+
+export const JOB_STATES = [
+  'scheduled',
+  'available',
+  'running',
+  'succeeded',
+  'failed',
+  'dead',
+  'cancelled',
+] as const;
+
+export interface Schedule {
+  id: string;
+  tenantId: string;
+  name: string;
+  spec: string;
+  compiled: { kind: string; canonical: string; description: string; timeZone: string };
+  nextFireTimes: string[];
+  timeZone: string;
+  misfire: { policy: string; cap: number; startingDeadlineMs: number | null };
+  overlap: string;
+  jitterMs: number;
+  target: { queue: string; kind: string; url?: string; payload: unknown };
+  paused: boolean;
+  version: number;
+  nextFireAt: string | null;
+  lastFireAt: string | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface Occurrence {
+  fireAt: string;
+  state: string;
+  source: string;
+  lateMs: number;
+  jobId: number | null;
+  reason: string | null;
+  materialisedAt: string;
+}
+
+export interface WorkflowStatus {
+  id: string;
+  name: string;
+  tenantId: string;
+  state: string;
+  failurePolicy: string;
+  error: string | null;
+  generation: number;
+  nodeCount: number;
+  nodes: Record<string, number>;
+  jobs: Record<string, number>;
+  startedAt: string;
+  finishedAt: string | null;
+}
+
+export interface WorkflowNode {
+  key: string;
+  type: string;
+  state: string;
+  jobId: number | null;
+  jobState: string | null;
+  attempt: number | null;
+  runs: number;
+  pendingDeps: number;
+  /** Not in the nodes route's answer yet: a failed node's error is read from its job meanwhile. */
+  error?: string | null;
+  /** Keys of the nodes this one waits for; the graph view needs them (not in the route's answer yet). */
+  dependsOn?: string[];
+}
+
+export interface ApiErrorBody {
+  error: { code: string; message: string; fields?: { field: string; reason: string }[]; requestId: string };
+}
