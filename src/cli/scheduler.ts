@@ -27,6 +27,7 @@ options:
   --due-index KIND         heap | wheel | db (default ${SCHEDULER_DEFAULTS.dueIndex})
   --time-source KIND       db (the database's clock, default) | host (this process's wall clock)
   --batch-size N           occurrences per write (default ${SCHEDULER_DEFAULTS.batchSize})
+  --writers N              writes a tick runs at once during a burst (default ${SCHEDULER_DEFAULTS.writers})
   --holder NAME            this replica's name in the lease (default host:pid:random)
   --unsafe-no-election     every replica materialises, without a lease; only to prove that the
                            unique key alone prevents duplicate occurrences
@@ -69,6 +70,7 @@ export const command: Command = {
         'due-index': { type: 'string' },
         'time-source': { type: 'string' },
         'batch-size': { type: 'string' },
+        writers: { type: 'string' },
         holder: { type: 'string' },
         'unsafe-no-election': { type: 'boolean', default: false },
         help: { type: 'boolean', short: 'h' },
@@ -98,6 +100,10 @@ export const command: Command = {
     if (!(Number.isInteger(batchSize) && batchSize >= 1)) {
       throw new UsageError(`--batch-size: '${values['batch-size']}' is not a positive integer`);
     }
+    const writers = values.writers === undefined ? SCHEDULER_DEFAULTS.writers : Number(values.writers);
+    if (!(Number.isInteger(writers) && writers >= 1)) {
+      throw new UsageError(`--writers: '${values.writers}' is not a positive integer`);
+    }
     const url = requireDatabaseUrl();
     const log = createLogger('scheduler');
     const pool = createPool({ connectionString: url, applicationName: 'tidemark-scheduler' });
@@ -120,6 +126,7 @@ export const command: Command = {
       dueIndex,
       timeSource,
       batchSize,
+      writers,
       election: values['unsafe-no-election'] !== true,
       onLead: (epoch) =>
         process.stdout.write(`scheduler ${scheduler.holder} leading epoch=${epoch ?? 'none'}\n`),
