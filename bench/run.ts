@@ -6,6 +6,7 @@ import { printTable, type Bench, type BenchRow } from './table.ts';
 
 const benches: Record<string, () => Promise<Bench>> = {
   store: async () => (await import('./store.ts')).bench,
+  worker: async () => (await import('./worker.ts')).bench,
   workflow: async () => (await import('./workflow.ts')).bench,
   schedule: async () => (await import('./schedule.ts')).bench,
 };

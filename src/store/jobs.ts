@@ -95,8 +95,10 @@ export interface JobInserted {
  */
 export async function jobInsertMany(db: Queryable, jobs: readonly JobInsert[]): Promise<JobInserted[]> {
   if (jobs.length === 0) return [];
-  const inserted = await db.query<{ id: number; queue: string; key: string }>(
-    `INSERT INTO jobs (queue, kind, tenant_id, payload, priority, state, run_at, max_attempts, timeout_ms,
+  const inserted = await db.query<{ id: number; queue: string; key: string }>({
+    // Prepared once per connection: a single enqueue then skips parse and plan (~0.2 ms of ~1 ms).
+    name: 'tidemark_job_insert_many',
+    text: `INSERT INTO jobs (queue, kind, tenant_id, payload, priority, state, run_at, max_attempts, timeout_ms,
                        heartbeat_ms, backoff_base_ms, backoff_max_ms, idempotency_key)
      SELECT i.queue, i.kind, i.tenant_id, i.payload, i.priority,
             CASE WHEN i.run_at > now() THEN 'scheduled' ELSE 'available' END,
@@ -109,7 +111,7 @@ export async function jobInsertMany(db: Queryable, jobs: readonly JobInsert[]): 
                backoff_base_ms, backoff_max_ms, key)
      ON CONFLICT (queue, idempotency_key) DO NOTHING
      RETURNING id, queue, idempotency_key AS key`,
-    [
+    values: [
       jobs.map((j) => j.queue),
       jobs.map((j) => j.kind),
       jobs.map((j) => j.tenantId),
@@ -123,7 +125,7 @@ export async function jobInsertMany(db: Queryable, jobs: readonly JobInsert[]): 
       jobs.map((j) => j.backoffMaxMs),
       jobs.map((j) => j.idempotencyKey),
     ],
-  );
+  });
   const byKey = new Map<string, number>();
   const created = new Set<string>();
   for (const row of inserted.rows) {

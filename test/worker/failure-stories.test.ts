@@ -181,3 +181,47 @@ test('cancel reaches a running handler in another process within 1 s (NOTIFY, no
   );
   await w.proc.kill('SIGTERM');
 });
+
+test('SIGTERM: running handlers finish within the grace period; what is left is released, not failed', async () => {
+  const w = await startWorker('term', ['--shutdown-grace-ms', '700', '--timeout-grace-ms', '200']);
+  const quick = await client.jobs.enqueue({ queue: 'term', kind: 'pause', payload: { ms: 300 } });
+  const endless = await client.jobs.enqueue({ queue: 'term', kind: 'wait' });
+  await w.proc.waitFor(new RegExp(`pausing ${quick.id}`));
+  await w.proc.waitFor(new RegExp(`waiting ${endless.id}`));
+  const exit = await w.proc.kill('SIGTERM');
+  assert.equal(exit.code, 0, w.proc.stderr);
+  assert.match(w.proc.stdout, /worker stopped/);
+  assert.deepEqual(
+    (await attemptsOf(db.pool, quick.id)).map((x) => x.outcome),
+    ['succeeded'],
+  );
+  const back = await client.jobs.get(endless.id);
+  assert.equal(back?.state, 'available', 'handed back for another worker');
+  assert.equal(back?.leaseOwner, null);
+  assert.deepEqual(
+    back?.attempts.map((x) => [x.outcome, x.worker]),
+    [['released', w.id]],
+  );
+  const { rows } = await db.pool.query<{ reason: string }>('SELECT reason FROM aborts WHERE job_id = $1', [
+    endless.id,
+  ]);
+  assert.deepEqual(rows, [{ reason: 'WorkerShutdownError' }]);
+});
+
+test("a worker whose clock is 5 minutes behind keeps its leases: expiry is the database's clock", async () => {
+  const proc = spawnTidemark(
+    ['worker', '--handlers', HANDLERS, '--queue', 'skew:2', '--lease-ms', '1000', '--poll-ms', '100'],
+    { env: { DATABASE_URL: db.url, TIDEMARK_LOG_LEVEL: 'warn' }, faketime: '-5m' },
+  );
+  const [, skewedId] = await proc.waitFor(/worker (\S+) ready/, 60_000);
+  // A job that outlives its 1 s lease three times over, beside a correctly-clocked reaper.
+  const job = await client.jobs.enqueue({ queue: 'skew', kind: 'pause', payload: { ms: 3000 } });
+  await proc.waitFor(new RegExp(`pausing ${job.id}`));
+  const reaper = await startWorker('skew-reaper-only');
+  await waitUntil('succeeded', async () => (await jobState(db.pool, job.id)) === 'succeeded', 20_000);
+  assert.deepEqual(
+    (await attemptsOf(db.pool, job.id)).map((x) => [x.outcome, x.worker]),
+    [['succeeded', skewedId]],
+  );
+  await Promise.all([proc.kill('SIGTERM'), reaper.proc.kill('SIGTERM')]);
+});

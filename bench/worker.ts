@@ -1,0 +1,165 @@
+/**
+ * Worker throughput and latency, each against pgbench's 1-row UPDATE TPS (P) measured in this run:
+ * drain 50,000 no-op jobs with one worker (target ≥ 5 P, every job kept with its attempt history),
+ * enqueue 50,000 in one call (≥ 9 P) and 5,000 one at a time (≥ 0.17 P), and enqueue-to-handler-start
+ * latency for 1,000 jobs sent one at a time at 200/s (p50 ≤ 2 ms, p99 ≤ 10 ms).
+ */
+import { performance } from 'node:perf_hooks';
+import { createLogger } from '../src/log.ts';
+import { JobClient } from '../src/worker/job-client.ts';
+import { Worker } from '../src/worker/worker.ts';
+import { benchDatabase, type BenchDatabase } from './db.ts';
+import { pgbenchTps } from './pgbench.ts';
+import { median, percentile, type Bench, type BenchRow } from './table.ts';
+
+const DRAIN = 50_000;
+const BULK = 50_000;
+const SINGLE = 5_000;
+const LATENCY_JOBS = 1_000;
+const LATENCY_RATE = 200;
+
+function ratio(perSecond: number, p: number): string {
+  return `${(perSecond / p).toFixed(2)} P`;
+}
+
+async function count(db: BenchDatabase, sql: string): Promise<number> {
+  const { rows } = await db.pool.query<{ n: number }>(sql);
+  return rows[0]?.n ?? -1;
+}
+
+async function enqueueBulk(jobs: JobClient): Promise<number> {
+  const input = Array.from({ length: BULK }, (_, i) => ({ queue: 'bulk', kind: 'noop', payload: { i } }));
+  const t0 = performance.now();
+  await jobs.enqueueMany(input);
+  return BULK / ((performance.now() - t0) / 1000);
+}
+
+async function enqueueSingle(jobs: JobClient): Promise<number> {
+  const t0 = performance.now();
+  for (let i = 0; i < SINGLE; i++) await jobs.enqueue({ queue: 'single', kind: 'noop', payload: { i } });
+  return SINGLE / ((performance.now() - t0) / 1000);
+}
+
+async function drain(db: BenchDatabase, jobs: JobClient): Promise<{ perSecond: number; kept: boolean }> {
+  for (let i = 0; i < DRAIN; i += 10_000) {
+    await jobs.enqueueMany(Array.from({ length: 10_000 }, () => ({ queue: 'drain', kind: 'noop' })));
+  }
+  await db.pool.query('VACUUM ANALYZE jobs');
+  let done = 0;
+  let finish: () => void = () => undefined;
+  const finished = new Promise<void>((resolve) => (finish = resolve));
+  const worker = new Worker({
+    pool: db.pool,
+    connectionString: db.url,
+    handlers: {
+      noop: () => {
+        if (++done === DRAIN) finish();
+        return Promise.resolve();
+      },
+    },
+    queues: [{ name: 'drain', concurrency: 1000 }],
+    log: createLogger('bench-worker'),
+  });
+  const t0 = performance.now();
+  await worker.start();
+  await finished;
+  // Finished means written: wait until the last completion batch is in the table.
+  while (
+    (await count(db, `SELECT count(*)::int AS n FROM jobs WHERE queue = 'drain' AND state = 'succeeded'`)) <
+    DRAIN
+  ) {
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  const seconds = (performance.now() - t0) / 1000;
+  await worker.stop();
+  const attempts = await count(
+    db,
+    `SELECT count(*)::int AS n FROM job_attempts a JOIN jobs j ON j.id = a.job_id
+     WHERE j.queue = 'drain' AND a.outcome = 'succeeded'`,
+  );
+  return { perSecond: DRAIN / seconds, kept: attempts === DRAIN };
+}
+
+async function latency(db: BenchDatabase, jobs: JobClient): Promise<number[]> {
+  const sentAt = new Map<number, number>();
+  const startedAt = new Map<number, number>();
+  const worker = new Worker({
+    pool: db.pool,
+    connectionString: db.url,
+    handlers: {
+      ping: (ctx) => {
+        startedAt.set(ctx.jobId, performance.now());
+        return Promise.resolve();
+      },
+    },
+    queues: [{ name: 'latency', concurrency: 50 }],
+    log: createLogger('bench-worker'),
+  });
+  await worker.start();
+  const interval = 1000 / LATENCY_RATE;
+  const t0 = performance.now();
+  for (let i = 0; i < LATENCY_JOBS; i++) {
+    const due = t0 + i * interval;
+    const wait = due - performance.now();
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    const sent = performance.now();
+    const { id } = await jobs.enqueue({ queue: 'latency', kind: 'ping' });
+    sentAt.set(id, sent);
+  }
+  while (startedAt.size < LATENCY_JOBS) await new Promise((r) => setTimeout(r, 10));
+  await worker.stop();
+  return [...sentAt].map(([id, sent]) => (startedAt.get(id) ?? Number.NaN) - sent);
+}
+
+export const bench: Bench = async () => {
+  const db = await benchDatabase();
+  try {
+    const jobs = new JobClient(db.pool);
+    process.stderr.write('bench worker: pgbench reference…\n');
+    const p = await pgbenchTps(db.url, db.pool);
+    const rows: BenchRow[] = [
+      {
+        group: 'worker',
+        name: 'reference P: pgbench 1-row UPDATE, 8 clients',
+        value: `${Math.round(p)} tps`,
+        note: 'same server, same run',
+      },
+    ];
+    process.stderr.write('bench worker: enqueue…\n');
+    const bulk = await enqueueBulk(jobs);
+    rows.push({
+      group: 'worker',
+      name: `enqueue ${BULK} in one call`,
+      value: `${Math.round(bulk)} jobs/s = ${ratio(bulk, p)}`,
+      target: '≥ 9 P',
+    });
+    const single = await enqueueSingle(jobs);
+    rows.push({
+      group: 'worker',
+      name: `enqueue ${SINGLE} one at a time`,
+      value: `${Math.round(single)} jobs/s = ${ratio(single, p)}`,
+      target: '≥ 0.17 P',
+    });
+    process.stderr.write('bench worker: drain…\n');
+    const d = await drain(db, jobs);
+    rows.push({
+      group: 'worker',
+      name: `drain ${DRAIN} no-op jobs, one worker`,
+      value: `${Math.round(d.perSecond)} jobs/s = ${ratio(d.perSecond, p)}`,
+      target: '≥ 5 P',
+      note: d.kept ? 'every job kept with its attempt' : 'ATTEMPT HISTORY INCOMPLETE',
+    });
+    process.stderr.write('bench worker: latency…\n');
+    const lat = await latency(db, jobs);
+    rows.push({
+      group: 'worker',
+      name: `enqueue → handler start, ${LATENCY_JOBS} at ${LATENCY_RATE}/s`,
+      value: `p50 ${median(lat).toFixed(2)} ms, p99 ${percentile(lat, 99).toFixed(2)} ms`,
+      target: 'p50 ≤ 2 ms, p99 ≤ 10 ms',
+      note: 'from the enqueue call to the handler',
+    });
+    return rows;
+  } finally {
+    await db.close();
+  }
+};
