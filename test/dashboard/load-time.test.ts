@@ -1,0 +1,68 @@
+/**
+ * The dashboard's static files load in under a second from `tidemark dev`: a real dev process on
+ * this file's database, Chromium loading `/`, the figure read from the page's Navigation Timing and
+ * printed. The first load includes the one-time esbuild bundle (built on first request); the bound
+ * is asserted on the warm load, which is what every later visit costs, and a generous one on the cold.
+ */
+import assert from 'node:assert/strict';
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { createTestDatabase } from '../support/db.ts';
+import { spawnTidemark } from '../support/processes.ts';
+import { openPage, screenshot } from './browser.ts';
+
+const WARM_BOUND_MS = 1000;
+const COLD_BOUND_MS = 3000;
+
+interface Timing {
+  loadMs: number;
+  bytes: number;
+}
+
+test('the dashboard loads from tidemark dev in under a second and signs in with the printed token', async () => {
+  const db = await createTestDatabase();
+  const dir = await mkdtemp(join(tmpdir(), 'tidemark-dash-'));
+  const dev = spawnTidemark(['dev', '--data-dir', dir], {
+    env: { DATABASE_URL: db.url, TIDEMARK_API_PORT: '0', TIDEMARK_LOG_LEVEL: 'warn' },
+  });
+  try {
+    const [, url] = await dev.waitFor(/TIDEMARK_URL=(\S+)/);
+    const [, token] = await dev.waitFor(/TIDEMARK_TOKEN=(\S+)/);
+    assert.ok(url !== undefined && token !== undefined);
+    const browserPage = await openPage();
+    const { page, problems } = browserPage;
+    try {
+      const measure = async (): Promise<Timing> => {
+        await page.goto(`${url}/`, { waitUntil: 'load' });
+        return page.evaluate(() => {
+          const nav = performance.getEntriesByType('navigation')[0] as PerformanceNavigationTiming;
+          const resources = performance.getEntriesByType('resource') as PerformanceResourceTiming[];
+          return {
+            loadMs: nav.loadEventEnd - nav.startTime,
+            bytes: nav.encodedBodySize + resources.reduce((n, r) => n + r.encodedBodySize, 0),
+          };
+        });
+      };
+      const cold = await measure();
+      const warm = await measure();
+      process.stdout.write(
+        `dashboard load from tidemark dev: cold ${cold.loadMs.toFixed(0)} ms (includes the bundle build), warm ${warm.loadMs.toFixed(0)} ms, ${cold.bytes} bytes\n`,
+      );
+      assert.ok(warm.loadMs < WARM_BOUND_MS, `warm load took ${warm.loadMs} ms`);
+      assert.ok(cold.loadMs < COLD_BOUND_MS, `cold load took ${cold.loadMs} ms`);
+
+      await page.getByLabel('API token').fill(token);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByRole('heading', { name: 'Overview', level: 1 }).waitFor();
+      await page.getByText('No open or dead jobs in any queue.').waitFor();
+      await screenshot(page, 'sign-in-dev');
+      assert.deepEqual(problems, []);
+    } finally {
+      await browserPage.close();
+    }
+  } finally {
+    await dev.kill('SIGTERM');
+  }
+});
