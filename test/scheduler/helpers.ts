@@ -35,7 +35,7 @@ export interface LedgerCheck {
  * job of its schedule. Nothing lost: for each schedule, the scheduled occurrences' fire times are
  * exactly the spec's fire times between the first and the last one (no gaps).
  */
-export async function assertLedgerConsistent(pool: Pool, stepMs: number): Promise<LedgerCheck> {
+export async function assertLedgerConsistent(pool: Pool, stepMs: number | null): Promise<LedgerCheck> {
   const dupKeys = await pool.query(
     `SELECT idempotency_key FROM jobs GROUP BY idempotency_key HAVING count(*) > 1`,
   );
@@ -60,7 +60,8 @@ export async function assertLedgerConsistent(pool: Pool, stepMs: number): Promis
             (extract(epoch FROM max(fire_at) - min(fire_at)) * 1000)::float8 AS span
        FROM occurrences WHERE source = 'schedule' GROUP BY schedule_id`,
   );
-  for (const g of gaps.rows) {
+  for (const g of stepMs === null ? [] : gaps.rows) {
+    if (stepMs === null) break;
     assert.equal(g.n, Math.round(g.span / stepMs) + 1, `schedule ${g.schedule_id}: a fire time is missing`);
   }
   const totals = await pool.query<LedgerCheck>(
