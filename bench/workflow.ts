@@ -79,6 +79,9 @@ async function drainWith(pool: Pool, url: string, done: () => Promise<boolean>):
     handlers: { noop: () => Promise.resolve() },
     queues: [{ name: 'wf', concurrency: CONCURRENCY }],
     pollMs: 50,
+    // Long enough that a completion backlog on a loaded machine is not reaped as lost leases (seen
+    // at the default 30 s with load 18 here), which would measure the reaper instead of the release.
+    leaseMs: 300_000,
     log: createLogger('bench-worker'),
   });
   const t0 = performance.now();
