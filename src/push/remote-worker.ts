@@ -12,13 +12,15 @@ import {
   jobClaimLock,
   jobCompleteMany,
   jobFailMany,
+  jobGet,
   jobHeartbeat,
   type AttemptRef,
   type JobClaimed,
   type JobFailed,
   type LeaseRenewed,
 } from '../store/jobs.ts';
-import { withTransaction, type Pool } from '../store/pool.ts';
+import { jobRunAtDefer } from '../store/job-push.ts';
+import { withTransaction, type Pool, type Queryable } from '../store/pool.ts';
 import { workflowJobsFailed, workflowJobsSucceeded } from '../store/workflow-release.ts';
 import { nextTenantCursor } from '../worker/worker.ts';
 
@@ -77,6 +79,8 @@ export interface RemoteFailure {
   error: string;
   retryable: boolean;
   outcome?: 'failed' | 'timed_out';
+  /** A retry no sooner than this (the target's Retry-After), when the backoff chose sooner. */
+  retryAfterMs?: number | null;
 }
 
 /** The job's new state (failed awaiting retry, dead, cancelled), or undefined if no longer owned. */
@@ -90,7 +94,11 @@ export async function remoteFail(
     const [failed] = await jobFailMany(tx, owner, [
       { ...ref, outcome: f.outcome ?? 'failed', error: f.error, retryable: f.retryable },
     ]);
-    if (failed !== undefined && failed.state === 'dead') await workflowJobsFailed(tx, [failed.id]);
+    if (failed?.state === 'dead') await workflowJobsFailed(tx, [failed.id]);
+    if (failed?.state === 'failed' && f.retryAfterMs != null) {
+      await jobRunAtDefer(tx, ref.id, ref.attempt, f.retryAfterMs);
+      return (await jobFailedGet(tx, ref.id)) ?? failed;
+    }
     return failed;
   });
 }
@@ -104,4 +112,9 @@ export function remoteHeartbeat(
   progress: unknown,
 ): Promise<LeaseRenewed | undefined> {
   return jobHeartbeat(pool, owner, ref, leaseMs, progress);
+}
+
+async function jobFailedGet(db: Queryable, id: number): Promise<JobFailed | undefined> {
+  const row = await jobGet(db, id);
+  return row === undefined ? undefined : { id: row.id, state: row.state, runAt: row.runAt };
 }

@@ -1,0 +1,43 @@
+/**
+ * Bounded concurrency per target host: one slow or overloaded host holds at most `perHost`
+ * requests, and its queue never delays deliveries to other hosts.
+ */
+export class HostLimiter {
+  readonly #perHost: number;
+  readonly #active = new Map<string, number>();
+  readonly #waiting = new Map<string, (() => void)[]>();
+
+  constructor(perHost: number) {
+    this.#perHost = perHost;
+  }
+
+  /** Resolves with a release function once the host has a free slot. */
+  async acquire(host: string): Promise<() => void> {
+    const active = this.#active.get(host) ?? 0;
+    if (active < this.#perHost) {
+      this.#active.set(host, active + 1);
+    } else {
+      await new Promise<void>((resolve) => {
+        const queue = this.#waiting.get(host) ?? [];
+        queue.push(resolve);
+        this.#waiting.set(host, queue);
+      });
+    }
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      const next = this.#waiting.get(host)?.shift();
+      // The slot passes straight to the next waiter, so the count stays at the limit.
+      if (next !== undefined) return next();
+      const left = (this.#active.get(host) ?? 1) - 1;
+      if (left === 0) this.#active.delete(host);
+      else this.#active.set(host, left);
+      this.#waiting.delete(host);
+    };
+  }
+
+  active(host: string): number {
+    return this.#active.get(host) ?? 0;
+  }
+}

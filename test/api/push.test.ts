@@ -1,0 +1,189 @@
+/**
+ * The push executor against HTTP servers this test runs: retries on 503 and timeouts, none on 400,
+ * Retry-After honoured, one Idempotency-Key across attempts, progress heartbeats from a slow target,
+ * and a bound on concurrent requests per host. Outcomes are asserted on the database.
+ */
+import assert from 'node:assert/strict';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { after, test } from 'node:test';
+import { pino } from 'pino';
+import { PushExecutor } from '../../src/push/executor.ts';
+import { startTestApi } from './support.ts';
+
+const api = await startTestApi();
+const executor = new PushExecutor({
+  pool: api.db.pool,
+  log: pino({ level: 'silent' }),
+  leaseMs: 3000,
+  pollMs: 50,
+  perHostConcurrency: 2,
+  requestTimeoutMs: 10_000,
+});
+executor.start();
+after(() => executor.stop());
+
+interface Seen {
+  headers: IncomingMessage['headers'];
+  body: string;
+}
+
+type Respond = (seen: Seen, res: ServerResponse, n: number) => void | Promise<void>;
+
+async function target(respond: Respond): Promise<{ url: string; seen: Seen[] }> {
+  const seen: Seen[] = [];
+  const server = createServer((req, res) => {
+    let body = '';
+    req.on('data', (c: Buffer) => (body += c.toString('utf8')));
+    req.on('end', () => {
+      const s = { headers: req.headers, body };
+      seen.push(s);
+      void Promise.resolve(respond(s, res, seen.length)).catch(() => res.destroy());
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  after(() => new Promise<void>((r) => server.close(() => r())));
+  server.unref();
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, seen };
+}
+
+async function enqueue(url: string, extra: Record<string, unknown> = {}): Promise<number> {
+  const r = await api.call<{ id: number }>('POST', '/v1/jobs', {
+    token: api.tokens.acme,
+    body: { url, payload: { hello: 'world' }, backoffBaseMs: 0, backoffMaxMs: 0, ...extra },
+  });
+  assert.equal(r.status, 201, r.text);
+  return r.body.id;
+}
+
+async function settled(
+  id: number,
+  timeoutMs = 20_000,
+): Promise<{
+  state: string;
+  progress: unknown;
+  runAt: string;
+  attempts: { outcome: string; error: string | null }[];
+}> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const r = await api.call<{
+      state: string;
+      progress: unknown;
+      runAt: string;
+      attempts: { outcome: string; error: string | null }[];
+    }>('GET', `/v1/jobs/${id}`);
+    if (['succeeded', 'dead', 'cancelled'].includes(r.body.state)) return r.body;
+    if (Date.now() > deadline) throw new Error(`job ${id} still ${r.body.state}: ${r.text}`);
+    await new Promise((res) => setTimeout(res, 50));
+  }
+}
+
+test('503 is retried with the same Idempotency-Key; the body and headers are what was asked', async () => {
+  const t = await target((_s, res, n) => {
+    res.statusCode = n < 3 ? 503 : 200;
+    res.end();
+  });
+  const id = await enqueue(t.url, { idempotencyKey: 'order-42', timeoutMs: 5000 });
+  const job = await settled(id);
+  assert.equal(job.state, 'succeeded');
+  assert.deepEqual(
+    job.attempts.map((a) => a.outcome),
+    ['failed', 'failed', 'succeeded'],
+  );
+  assert.equal(t.seen.length, 3, 'exactly one request per attempt');
+  assert.deepEqual(new Set(t.seen.map((s) => s.headers['idempotency-key'])), new Set(['order-42']));
+  assert.deepEqual(
+    t.seen.map((s) => s.headers['tidemark-attempt']),
+    ['1', '2', '3'],
+  );
+  assert.deepEqual(new Set(t.seen.map((s) => s.headers['tidemark-job-id'])), new Set([String(id)]));
+  assert.ok(t.seen.every((s) => !Number.isNaN(Date.parse(String(s.headers['tidemark-deadline'])))));
+  assert.deepEqual(JSON.parse(t.seen[0]?.body ?? ''), { hello: 'world' });
+});
+
+test('a timeout is retried (recorded as timed_out); 400 fails at once into the dead letter', async () => {
+  const slow = await target((_s, res, n) => {
+    if (n === 1) return; // never answers: the request times out
+    res.end('ok');
+  });
+  const timedOut = await settled(await enqueue(slow.url, { timeoutMs: 300 }));
+  assert.equal(timedOut.state, 'succeeded');
+  assert.deepEqual(
+    timedOut.attempts.map((a) => a.outcome),
+    ['timed_out', 'succeeded'],
+  );
+
+  const rejecting = await target((_s, res) => {
+    res.statusCode = 400;
+    res.end('bad');
+  });
+  const dead = await settled(await enqueue(rejecting.url, { maxAttempts: 5 }));
+  assert.equal(dead.state, 'dead');
+  assert.equal(dead.attempts.length, 1);
+  assert.match(dead.attempts[0]?.error ?? '', /answered 400/);
+  assert.equal(rejecting.seen.length, 1, 'no retry after a 4xx');
+});
+
+test('429 with Retry-After holds the next attempt back at least that long', async () => {
+  const t = await target((_s, res, n) => {
+    res.statusCode = n === 1 ? 429 : 200;
+    if (n === 1) res.setHeader('retry-after', '30');
+    res.end();
+  });
+  const id = await enqueue(t.url);
+  const deadline = Date.now() + 10_000;
+  let row: { state: string; wait_s: number } | undefined;
+  while (Date.now() < deadline) {
+    ({
+      rows: [row],
+    } = await api.db.pool.query<{ state: string; wait_s: number }>(
+      'SELECT state, extract(epoch FROM run_at - now())::float8 AS wait_s FROM jobs WHERE id = $1',
+      [id],
+    ));
+    if (row?.state === 'failed') break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  assert.equal(row?.state, 'failed');
+  assert.ok(
+    (row?.wait_s ?? 0) > 25,
+    `next attempt in ${row?.wait_s} s, Retry-After was 30 s (backoff was 0)`,
+  );
+  assert.equal(t.seen.length, 1);
+  await api.call('POST', `/v1/jobs/${id}/cancel`);
+});
+
+test('a slow target heartbeats progress through the API with its job id, then succeeds', async () => {
+  const t = await target(async (s, res) => {
+    const id = String(s.headers['tidemark-job-id']);
+    for (const pct of [25, 50, 75]) {
+      const hb = await fetch(`${api.url}/v1/jobs/${id}/heartbeat`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${api.tokens.acme}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ progress: { pct } }),
+      });
+      assert.equal(hb.status, 200);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    res.end();
+  });
+  const job = await settled(await enqueue(t.url));
+  assert.equal(job.state, 'succeeded');
+  assert.deepEqual(job.progress, { pct: 75 });
+});
+
+test('at most perHostConcurrency requests run against one host at once', async () => {
+  let active = 0;
+  let peak = 0;
+  const t = await target(async (_s, res) => {
+    active++;
+    peak = Math.max(peak, active);
+    await new Promise((r) => setTimeout(r, 150));
+    active--;
+    res.end();
+  });
+  const ids = await Promise.all(Array.from({ length: 6 }, () => enqueue(t.url)));
+  for (const id of ids) assert.equal((await settled(id)).state, 'succeeded');
+  assert.equal(t.seen.length, 6);
+  assert.equal(peak, 2);
+});
