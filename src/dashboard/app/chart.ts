@@ -12,8 +12,8 @@ export interface Series {
   points: { t: number; v: number | null }[];
 }
 
-const W = 640;
-const H = 200;
+const W = 1200;
+const H = 220;
 const PAD = { left: 48, right: 12, top: 12, bottom: 28 };
 
 export function lineChart(title: string, series: Series[], threshold: number | null): HTMLElement {
