@@ -6,6 +6,8 @@ import { printTable, type Bench, type BenchRow } from './table.ts';
 
 const benches: Record<string, () => Promise<Bench>> = {
   store: async () => (await import('./store.ts')).bench,
+  'due-index': async () => (await import('./due-index.ts')).bench,
+  scheduler: async () => (await import('./scheduler.ts')).bench,
   worker: async () => (await import('./worker.ts')).bench,
   workflow: async () => (await import('./workflow.ts')).bench,
   schedule: async () => (await import('./schedule.ts')).bench,

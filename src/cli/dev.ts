@@ -79,6 +79,14 @@ export const command: Command = {
       const { startWorkerRole } = await import('./worker.ts');
       roles.push({ name: 'worker', ...(await startWorkerRole({ handlers: values.handlers, queue: values.queue }, pool, url)) });
     }
+    const { Scheduler } = await import('../scheduler/scheduler.ts');
+    const scheduler = new Scheduler({
+      pool,
+      log: log.child({ role: 'scheduler' }),
+      onLost: (reason) => log.error({ reason }, 'scheduler stopped: it lost its lease (restart tidemark dev)'),
+    });
+    await scheduler.start();
+    roles.push({ name: 'scheduler', stop: () => scheduler.stop() });
     const { SignalTimer } = await import('../workflow/signal-timer.ts');
     const signalTimer = new SignalTimer({ pool, log });
     signalTimer.start();

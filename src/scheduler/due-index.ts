@@ -34,6 +34,8 @@ export interface DueIndex {
   delete(id: string): void;
   /** Removes and returns up to `limit` live entries due at or before `nowMs`, earliest first. */
   popDue(nowMs: number, limit: number): DueEntry[] | Promise<DueEntry[]>;
+  /** Earliest live due time, when the structure knows it cheaply (the heap); lets the tick sleep less. */
+  nextDueMs?(): number | null;
   clear(): void;
 }
 

@@ -37,7 +37,7 @@ export class HeapDueIndex implements DueIndex {
   }
 
   /** Earliest live due time, or null; stale tops are dropped on the way. */
-  peekDueMs(): number | null {
+  nextDueMs(): number | null {
     for (;;) {
       const top = this.#heap[0];
       if (top === undefined) return null;

@@ -89,6 +89,13 @@ export const SCHEDULER_DEFAULTS = {
   resyncMs: 30_000,
 } as const;
 
+/**
+ * With an index that knows its earliest entry (the heap) the leader wakes for it instead of waiting
+ * out the tick, but no sooner than this: at 500 fires a second (30,000 once-a-minute schedules)
+ * that writes ~25 per statement, 20 statements a second, instead of 500 single-row ones.
+ */
+const COALESCE_MS = 50;
+
 /** Page size for loading the schedule table into memory when a term starts. */
 const LOAD_PAGE = 5_000;
 
@@ -412,7 +419,10 @@ export class Scheduler {
     if (!this.#running) return;
     // Ticks are paced on the monotonic clock: a wall-clock step neither bunches nor stalls them.
     const elapsed = this.#clock.monotonicMs() - started;
-    this.#schedule(Math.max(0, this.#tickMs - elapsed), () => this.#tickLoop());
+    let wait = this.#tickMs - elapsed;
+    const nextDue = this.#index?.nextDueMs?.() ?? null;
+    if (nextDue !== null) wait = Math.min(wait, Math.max(COALESCE_MS, nextDue - this.time.nowMs()));
+    this.#schedule(Math.max(0, wait), () => this.#tickLoop());
   }
 
   async #tick(): Promise<void> {
