@@ -3,15 +3,15 @@
  * with names, ranges, steps, lists, `L`, `W`, `LW`, `#` and the @-nicknames. Day-of-month and
  * day-of-week combine with OR when both are restricted, as in Vixie cron.
  *
- * croner does the matching, but only ever in UTC: it is asked for the next matching *wall-clock*
- * time, and dst.ts maps wall times to instants under Tidemark's own DST rules. That keeps one
- * parsed Cron per schedule (a Cron built with a zone is ~10× slower to construct, and its DST
- * behaviour is not ours to choose). Fields are validated here first so an error names the field and
- * the range, which croner's messages do not reliably do.
+ * croner parses; matcher.ts finds the next matching *wall-clock* time with croner's semantics (in
+ * effect croner's nextRun with `utcOffset: 0`, ~10–100× faster), and dst.ts maps wall times to
+ * instants under Tidemark's own DST rules, which are not croner's. Fields are validated here first
+ * so an error names the field and the range, which croner's messages do not reliably do.
  */
-import { Cron } from 'croner';
+import { CronPattern } from 'croner';
 import { SpecError } from './errors.ts';
-import { nextZonedFire, type DstRules } from './dst.ts';
+import { nextZonedFire, type DstRules, type NextWall } from './dst.ts';
+import { WallMatcher } from './matcher.ts';
 import type { Zone } from './zone.ts';
 import type { CompiledSchedule } from './types.ts';
 import { describeCron } from './describe.ts';
@@ -158,21 +158,23 @@ export class CronSchedule implements CompiledSchedule {
   readonly dst: DstRules;
   readonly anchor = null;
   private readonly zone: Zone;
-  private readonly cron: Cron;
-  private readonly nextWall: (wall: number) => number | null;
+  private readonly nextWall: NextWall;
 
   constructor(expression: string, zone: Zone, dst: DstRules) {
     this.canonical = expression;
     this.zone = zone;
     this.timeZone = zone.name;
     this.dst = dst;
+    let pattern: CronPattern;
     try {
-      this.cron = new Cron(expression, { utcOffset: 0, mode: '5-or-6-parts', domAndDow: false });
+      // The options croner's Cron passes for { mode: '5-or-6-parts' }; day fields combine with OR
+      // (croner's default, domAndDow: false), which WallMatcher applies.
+      pattern = new CronPattern(expression, undefined, { mode: '5-or-6-parts' });
     } catch (error) {
       throw new SpecError('spec', error instanceof Error ? error.message : String(error), { cause: error });
     }
-    const cron = this.cron;
-    this.nextWall = (wall) => cron.nextRun(new Date(wall))?.getTime() ?? null;
+    const matcher = new WallMatcher(pattern);
+    this.nextWall = (wall) => matcher.next(wall);
     if (this.nextWall(NEVER_PROBE) === null)
       throw new SpecError('spec', `'${expression}' never matches any date`);
     this.description = `${describeCron(expression)} (${zone.name})`;

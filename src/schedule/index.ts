@@ -5,10 +5,12 @@
  * - compileSchedule({ spec, timeZone, dstGap, dstOverlap, anchor }) validates once and returns a
  *   CompiledSchedule (cron, interval or one-off) whose nextAfter(after) gives the first fire time
  *   strictly after `after`. Keep the compiled object: it holds the parsed cron and the zone's
- *   offset table, so nextAfter is a few microseconds (see `npm run bench`).
- * - Specs: cron (5 or 6 fields, L/W/#, names, @nicknames; croner matches wall-clock times),
- *   intervals (`every 90s`, anchored, never drifting), one-offs (`at <ISO>`) and English phrases
- *   (phrases.ts) that compile to one of those. `canonical` parses back to the same schedule.
+ *   offset table, so nextAfter for a cron spec takes ~0.5 µs of CPU in UTC and 1–2.5 µs in a
+ *   DST zone (`npm run bench schedule`).
+ * - Specs: cron (5 or 6 fields, L/W/#, names, @nicknames; croner parses, matcher.ts finds the next
+ *   matching wall-clock time with croner's semantics), intervals (`every 90s`, anchored, never
+ *   drifting), one-offs (`at <ISO>`) and English phrases (phrases.ts) that compile to one of those.
+ *   `canonical` parses back to the same schedule.
  * - Time zones and DST (docs/time-rules.md): wall-clock schedules read their fields in an IANA
  *   zone; a nonexistent local time shifts to the end of the gap or is skipped, a repeated one fires
  *   at the first copy or at both. Defaults follow classic cron: fixed hour → shift + first;
