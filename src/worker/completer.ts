@@ -25,12 +25,15 @@ export class Completer {
   #releases: AttemptRef[] = [];
   #writing = false;
   #idle: (() => void)[] = [];
+  readonly #onWritten: () => void;
 
-  constructor(pool: Pool, owner: string, log: Logger, batch: number) {
+  /** `onWritten` runs after each batch lands, so claim loops held back by `pending` can go on. */
+  constructor(pool: Pool, owner: string, log: Logger, batch: number, onWritten: () => void) {
     this.#pool = pool;
     this.#owner = owner;
     this.#log = log;
     this.#batch = batch;
+    this.#onWritten = onWritten;
   }
 
   succeed(ref: AttemptRef): void {
@@ -71,6 +74,7 @@ export class Completer {
       try {
         await this.#writeOnce();
         delayMs = 50;
+        this.#onWritten();
       } catch (error) {
         this.#log.warn({ err: error, pending: this.pending, retryInMs: delayMs }, 'completion write failed');
         await new Promise((r) => setTimeout(r, delayMs));

@@ -147,7 +147,9 @@ export class Worker {
       if (this.#queues.has(q.name)) throw new TypeError(`queues.${q.name}: listed twice`);
       this.#queues.set(q.name, new QueueLoop(q.name, q.concurrency));
     }
-    this.#completer = new Completer(this.#pool, this.id, this.#log, this.#batch);
+    this.#completer = new Completer(this.#pool, this.id, this.#log, this.#batch, () => {
+      for (const q of this.#queues.values()) if (q.waitingForSlot) q.wake();
+    });
     this.#listener = new Listener(
       options.connectionString,
       {
@@ -226,7 +228,11 @@ export class Worker {
   async #claimLoop(q: QueueLoop): Promise<void> {
     let errorDelayMs = 100;
     while (!this.#stopping) {
-      const free = q.concurrency - q.stats.running;
+      // Finished attempts waiting to be written hold their slots beyond one batch in flight: if
+      // completions can not keep up (or the database is away), claiming stops instead of piling up
+      // unwritten results while their leases run out.
+      const backlog = Math.max(0, this.#completer.pending - this.#batch);
+      const free = q.concurrency - q.stats.running - backlog;
       if (free <= 0) {
         q.waitingForSlot = true;
         await q.sleep(this.#pollMs);
