@@ -25,7 +25,7 @@ async function startDev(
   as?: { uid: number; gid: number },
 ): Promise<{ dev: TidemarkProcess; url: string }> {
   const dev = spawnTidemark(['dev', '--data-dir', dir], { env: EMBEDDED, ...as });
-  const [, url] = await dev.waitFor(/DATABASE_URL=(\S+)/, 90_000);
+  const [, url] = await dev.waitFor(/DATABASE_URL=(\S+)/, 180_000);
   assert.ok(url !== undefined);
   return { dev, url };
 }
@@ -135,7 +135,7 @@ test('with DATABASE_URL set, tidemark dev uses that server and starts none', asy
   const db = await createTestDatabase();
   const dir = await dataDir();
   const dev = spawnTidemark(['dev', '--data-dir', dir], { env: { DATABASE_URL: db.url } });
-  const [, url] = await dev.waitFor(/DATABASE_URL=(\S+)/);
+  const [, url] = await dev.waitFor(/DATABASE_URL=(\S+)/, 180_000);
   assert.equal(url, db.url);
   await assert.rejects(readFile(join(dir, 'pg', 'PG_VERSION')), 'no cluster was created');
   assert.equal((await dev.kill('SIGTERM')).code, 0);
