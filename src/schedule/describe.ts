@@ -2,12 +2,20 @@
 import cronstrue from 'cronstrue';
 import { Zone } from './zone.ts';
 
+/**
+ * cronstrue cannot word every form croner accepts (a `W` inside a list, `5#L`) and throws a bare
+ * string for those; such a spec is still valid, so it gets a plain description instead of an error.
+ */
 export function describeCron(expression: string): string {
-  return cronstrue.toString(expression, {
-    use24HourTimeFormat: true,
-    throwExceptionOnParseError: true,
-    verbose: false,
-  });
+  try {
+    return cronstrue.toString(expression, {
+      use24HourTimeFormat: true,
+      throwExceptionOnParseError: true,
+      verbose: false,
+    });
+  } catch {
+    return `At times matching the cron expression "${expression}"`;
+  }
 }
 
 const UNITS: [seconds: number, singular: string][] = [

@@ -201,3 +201,11 @@ test('zone aliases resolve to their canonical name', () => {
     'America/New_York',
   );
 });
+
+test('a valid cron form that cronstrue cannot word still compiles, with a plain description', () => {
+  for (const spec of ['0 0 15W,L * *', '0 12 * * 5#L']) {
+    const compiled = compileSchedule({ spec });
+    assert.equal(compiled.description, `At times matching the cron expression "${compiled.canonical}" (UTC)`);
+    assert.ok(compiled.nextAfter(new Date('2026-01-01T00:00:00Z')) instanceof Date);
+  }
+});
