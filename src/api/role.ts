@@ -8,6 +8,7 @@ import type { Clock } from '../clock.ts';
 import type { Logger } from '../log.ts';
 import type { Pool } from '../store/pool.ts';
 import { tokenCountActiveAdmins, tokenFindActiveByHash } from '../store/tokens.ts';
+import { PushExecutor } from '../push/executor.ts';
 import { createApiServer } from './server.ts';
 import { tokenHash, tokenMint } from './tokens.ts';
 
@@ -66,19 +67,30 @@ export async function devAdminToken(
   return { token, created: true };
 }
 
-/** Starts the API for `tidemark dev` and prints its URL and admin token, as the quick start expects. */
+/** Starts the API and the push executor for `tidemark dev`; prints the API's URL and admin token. */
 export async function startDevApi(options: {
   pool: Pool;
   dataDir: string;
   logger: Logger;
 }): Promise<ApiRole> {
   const port = Number(process.env.TIDEMARK_API_PORT ?? DEV_API_PORT);
-  const role = await startApiRole({
+  const api = await startApiRole({
     pool: options.pool,
     port,
     logger: options.logger,
     fallbackToFreePort: true,
   });
+  // URL-targeted jobs (the quick start's webhook schedule) need the push executor running too.
+  const push = new PushExecutor({ pool: options.pool, log: options.logger });
+  push.start();
+  const role: ApiRole = {
+    name: 'api',
+    url: api.url,
+    async stop() {
+      await push.stop();
+      await api.stop();
+    },
+  };
   const admin = await devAdminToken(options.pool, options.dataDir);
   const tokenLine =
     admin === undefined

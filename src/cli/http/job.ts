@@ -1,0 +1,195 @@
+/** `tidemark job add|ls|show|cancel|retry` over the HTTP API. */
+import { readFile } from 'node:fs/promises';
+import { UsageError } from '../usage-error.ts';
+import { parseIntOption, parseJsonOption, progress, requireArg } from './api-client.ts';
+import { block, print, table } from './output.ts';
+import { str, subcommands } from './subcommands.ts';
+
+interface Job {
+  id: number;
+  queue: string;
+  kind: string;
+  tenantId: string;
+  state: string;
+  attempt: number;
+  maxAttempts: number;
+  runAt: string;
+  createdAt: string;
+  lastError: string | null;
+  progress: unknown;
+  idempotencyKey: string;
+  payload: unknown;
+  attempts?: {
+    attempt: number;
+    worker: string;
+    outcome: string | null;
+    durationMs: number | null;
+    error: string | null;
+  }[];
+}
+
+interface Enqueued {
+  id: number;
+  created: boolean;
+}
+
+// The API takes up to 1,000 jobs per request; bigger files go in chunks of that size.
+const CHUNK = 1000;
+
+function showJob(j: Job): string {
+  return (
+    block([
+      ['id', j.id],
+      ['queue', j.queue],
+      ['kind', j.kind],
+      ['tenant', j.tenantId],
+      ['state', j.state],
+      ['attempt', `${j.attempt}/${j.maxAttempts}`],
+      ['run at', j.runAt],
+      ['key', j.idempotencyKey],
+      ['progress', j.progress as object | null],
+      ['last error', j.lastError],
+    ]) +
+    (j.attempts === undefined || j.attempts.length === 0
+      ? ''
+      : `\n${table(
+          ['attempt', 'worker', 'outcome', 'duration', 'error'],
+          j.attempts.map((a) => [
+            a.attempt,
+            a.worker,
+            a.outcome,
+            a.durationMs === null ? null : `${Math.round(a.durationMs)} ms`,
+            a.error,
+          ]),
+        )}`)
+  );
+}
+
+export const command = subcommands('job', 'enqueue and manage jobs through the HTTP API', {
+  add: {
+    usage:
+      'add (--queue Q --kind K | --target-url URL) [--payload JSON] [--key K] [--run-at ISO] [--tenant T] | add --file jobs.json',
+    options: {
+      queue: { type: 'string' },
+      kind: { type: 'string' },
+      'target-url': { type: 'string' },
+      payload: { type: 'string' },
+      key: { type: 'string' },
+      'run-at': { type: 'string' },
+      tenant: { type: 'string' },
+      file: { type: 'string' },
+    },
+    async run(api, _args, v) {
+      const file = str(v, 'file');
+      if (file === undefined) {
+        const job = {
+          queue: str(v, 'queue'),
+          kind: str(v, 'kind'),
+          url: str(v, 'target-url'),
+          payload: parseJsonOption('payload', str(v, 'payload')),
+          idempotencyKey: str(v, 'key'),
+          runAt: str(v, 'run-at'),
+          tenantId: str(v, 'tenant'),
+        };
+        const r = await api.call<Enqueued>('POST', '/v1/jobs', job);
+        print(v.json === true, r, () => `${r.created ? 'enqueued' : 'already enqueued'}: job ${r.id}\n`);
+        return 0;
+      }
+      const jobs = JSON.parse(await readFile(file, 'utf8')) as unknown;
+      if (!Array.isArray(jobs)) throw new UsageError(`--file: ${file} must hold a JSON array of jobs`);
+      const results: Enqueued[] = [];
+      for (let i = 0; i < jobs.length; i += CHUNK) {
+        const r = await api.call<{ items: Enqueued[] }>('POST', '/v1/jobs', {
+          jobs: jobs.slice(i, i + CHUNK),
+        });
+        results.push(...r.items);
+        progress('enqueued', results.length, jobs.length);
+      }
+      const created = results.filter((r) => r.created).length;
+      print(
+        v.json === true,
+        { items: results },
+        () => `${created} enqueued, ${results.length - created} already there\n`,
+      );
+      return 0;
+    },
+  },
+  ls: {
+    usage: 'ls [--queue Q] [--state S] [--tenant T] [--kind K] [--from ISO] [--to ISO] [--limit N]',
+    options: {
+      queue: { type: 'string' },
+      state: { type: 'string' },
+      tenant: { type: 'string' },
+      kind: { type: 'string' },
+      from: { type: 'string' },
+      to: { type: 'string' },
+      limit: { type: 'string' },
+    },
+    async run(api, _args, v) {
+      const q = new URLSearchParams();
+      for (const [opt, param] of [
+        ['queue', 'queue'],
+        ['state', 'state'],
+        ['tenant', 'tenantId'],
+        ['kind', 'kind'],
+        ['from', 'createdFrom'],
+        ['to', 'createdTo'],
+      ] as const) {
+        const value = str(v, opt);
+        if (value !== undefined) q.set(param, value);
+      }
+      q.set('limit', String(parseIntOption('limit', str(v, 'limit')) ?? 50));
+      const page = await api.call<{ items: Job[] }>('GET', `/v1/jobs?${q.toString()}`);
+      print(v.json === true, page, () =>
+        table(
+          ['id', 'queue', 'kind', 'tenant', 'state', 'attempt', 'run at', 'last error'],
+          page.items.map((j) => [
+            j.id,
+            j.queue,
+            j.kind,
+            j.tenantId,
+            j.state,
+            `${j.attempt}/${j.maxAttempts}`,
+            j.runAt,
+            j.lastError,
+          ]),
+        ),
+      );
+      return 0;
+    },
+  },
+  show: {
+    usage: 'show <id>',
+    async run(api, args, v) {
+      const j = await api.call<Job>('GET', `/v1/jobs/${encodeURIComponent(requireArg(args, 0, 'job id'))}`);
+      print(v.json === true, j, () => showJob(j));
+      return 0;
+    },
+  },
+  cancel: {
+    usage: 'cancel <id>',
+    async run(api, args, v) {
+      const r = await api.call<{ previousState: string; job: Job }>(
+        'POST',
+        `/v1/jobs/${encodeURIComponent(requireArg(args, 0, 'job id'))}/cancel`,
+      );
+      print(v.json === true, r, () =>
+        r.previousState === 'running'
+          ? `job ${r.job.id}: cancel requested; the worker running it stops it\n`
+          : `job ${r.job.id}: ${r.previousState} → ${r.job.state}\n`,
+      );
+      return 0;
+    },
+  },
+  retry: {
+    usage: 'retry <id>',
+    async run(api, args, v) {
+      const j = await api.call<Job>(
+        'POST',
+        `/v1/jobs/${encodeURIComponent(requireArg(args, 0, 'job id'))}/retry`,
+      );
+      print(v.json === true, j, () => `job ${j.id}: ${j.state} (attempts ${j.attempt}/${j.maxAttempts})\n`);
+      return 0;
+    },
+  },
+});

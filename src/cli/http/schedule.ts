@@ -1,0 +1,180 @@
+/** `tidemark schedule add|ls|show|pause|resume|trigger|rm|history` over the HTTP API. */
+import { UsageError } from '../usage-error.ts';
+import { parseIntOption, parseJsonOption, requireArg, type ApiClient } from './api-client.ts';
+import { block, print, table } from './output.ts';
+import { str, subcommands, type Sub } from './subcommands.ts';
+
+interface Schedule {
+  id: string;
+  name: string;
+  tenantId: string;
+  spec: string;
+  compiled: { canonical: string; description: string };
+  nextFireTimes: string[];
+  target: { queue: string; kind: string; url?: string };
+  paused: boolean;
+  nextFireAt: string | null;
+  lastFireAt: string | null;
+  version: number;
+}
+
+function show(s: Schedule): string {
+  return block([
+    ['id', s.id],
+    ['name', s.name],
+    ['tenant', s.tenantId],
+    ['spec', s.spec],
+    ['compiled', s.compiled.canonical],
+    ['means', s.compiled.description],
+    ['target', s.target.url ?? `${s.target.queue}/${s.target.kind}`],
+    ['paused', s.paused],
+    ['version', s.version],
+    ['last fire', s.lastFireAt],
+    ['next fires', s.nextFireTimes.join(', ')],
+  ]);
+}
+
+const action = (verb: 'pause' | 'resume'): Sub => ({
+  usage: `${verb} <id>`,
+  async run(api: ApiClient, args, values) {
+    const s = await api.call<Schedule>(
+      'POST',
+      `/v1/schedules/${encodeURIComponent(requireArg(args, 0, 'schedule id'))}/${verb}`,
+    );
+    print(values.json === true, s, () => show(s));
+    return 0;
+  },
+});
+
+export const command = subcommands('schedule', 'manage schedules through the HTTP API', {
+  add: {
+    usage:
+      'add --name N --spec SPEC (--target-url URL | --queue Q --kind K) [--payload JSON] [--tz ZONE] [--tenant T] [--paused]',
+    options: {
+      name: { type: 'string' },
+      spec: { type: 'string' },
+      'target-url': { type: 'string' },
+      queue: { type: 'string' },
+      kind: { type: 'string' },
+      payload: { type: 'string' },
+      tz: { type: 'string' },
+      tenant: { type: 'string' },
+      paused: { type: 'boolean' },
+    },
+    async run(api, _args, v) {
+      const name = str(v, 'name');
+      const spec = str(v, 'spec');
+      if (name === undefined || spec === undefined) throw new UsageError('--name and --spec are required');
+      const url = str(v, 'target-url');
+      const body = {
+        name,
+        spec,
+        timeZone: str(v, 'tz'),
+        tenantId: str(v, 'tenant'),
+        paused: v.paused === true ? true : undefined,
+        target: {
+          url,
+          queue: str(v, 'queue'),
+          kind: str(v, 'kind'),
+          payload: parseJsonOption('payload', str(v, 'payload')),
+        },
+      };
+      const s = await api.call<Schedule>('POST', '/v1/schedules', body);
+      print(v.json === true, s, () => show(s));
+      return 0;
+    },
+  },
+  ls: {
+    usage: 'ls [--tenant T] [--limit N]',
+    options: { tenant: { type: 'string' }, limit: { type: 'string' } },
+    async run(api, _args, v) {
+      const q = new URLSearchParams();
+      const tenant = str(v, 'tenant');
+      if (tenant !== undefined) q.set('tenantId', tenant);
+      const limit = parseIntOption('limit', str(v, 'limit'));
+      if (limit !== undefined) q.set('limit', String(limit));
+      const page = await api.call<{ items: Schedule[] }>('GET', `/v1/schedules?${q.toString()}`);
+      print(v.json === true, page, () =>
+        table(
+          ['id', 'name', 'spec', 'target', 'paused', 'next fire'],
+          page.items.map((s) => [
+            s.id,
+            s.name,
+            s.spec,
+            s.target.url ?? `${s.target.queue}/${s.target.kind}`,
+            s.paused,
+            s.nextFireAt,
+          ]),
+        ),
+      );
+      return 0;
+    },
+  },
+  show: {
+    usage: 'show <id>',
+    async run(api, args, v) {
+      const s = await api.call<Schedule>(
+        'GET',
+        `/v1/schedules/${encodeURIComponent(requireArg(args, 0, 'schedule id'))}`,
+      );
+      print(v.json === true, s, () => show(s));
+      return 0;
+    },
+  },
+  pause: action('pause'),
+  resume: action('resume'),
+  trigger: {
+    usage: 'trigger <id>',
+    async run(api, args, v) {
+      const r = await api.call<{ jobId: number; firedAt: string }>(
+        'POST',
+        `/v1/schedules/${encodeURIComponent(requireArg(args, 0, 'schedule id'))}/trigger`,
+      );
+      print(v.json === true, r, () => `triggered: job ${r.jobId} at ${r.firedAt}\n`);
+      return 0;
+    },
+  },
+  rm: {
+    usage: 'rm <id>',
+    async run(api, args, v) {
+      const id = requireArg(args, 0, 'schedule id');
+      await api.call('DELETE', `/v1/schedules/${encodeURIComponent(id)}`);
+      print(v.json === true, { deleted: id }, () => `deleted ${id}\n`);
+      return 0;
+    },
+  },
+  history: {
+    usage: 'history <id> [--limit N]',
+    options: { limit: { type: 'string' } },
+    async run(api, args, v) {
+      const limit = parseIntOption('limit', str(v, 'limit')) ?? 20;
+      const page = await api.call<{
+        items: {
+          fireAt: string;
+          state: string;
+          source: string;
+          lateMs: number;
+          jobId: number | null;
+          reason: string | null;
+        }[];
+      }>(
+        'GET',
+        `/v1/schedules/${encodeURIComponent(requireArg(args, 0, 'schedule id'))}/occurrences?limit=${limit}`,
+      );
+      print(v.json === true, page, () =>
+        table(
+          ['fire time', 'state', 'source', 'late', 'job', 'reason'],
+          page.items.map((o) => [
+            o.fireAt,
+            o.state,
+            o.source,
+            `${(o.lateMs / 1000).toFixed(1)} s`,
+            o.jobId,
+            o.reason,
+          ]),
+        ),
+      );
+      return 0;
+    },
+  },
+});

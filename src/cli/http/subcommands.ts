@@ -1,0 +1,53 @@
+/** A command with subcommands (`tidemark job ls`), each parsing its own options. */
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import type { Command } from '../main.ts';
+import { UsageError } from '../usage-error.ts';
+import { apiClient, CONNECTION_OPTIONS, type ApiClient } from './api-client.ts';
+
+type Options = NonNullable<ParseArgsConfig['options']>;
+
+export interface Sub {
+  usage: string;
+  options?: Options;
+  run(
+    api: ApiClient,
+    positionals: string[],
+    values: Record<string, string | boolean | undefined>,
+  ): Promise<number>;
+}
+
+export function subcommands(name: string, summary: string, subs: Record<string, Sub>): Command {
+  const help = (): string =>
+    `usage: tidemark ${name} <${Object.keys(subs).join('|')}> … [--url URL] [--token T] [--json]\n\n` +
+    Object.values(subs)
+      .map((s) => `  tidemark ${name} ${s.usage}`)
+      .join('\n') +
+    `\n\n--url defaults to TIDEMARK_URL (else http://127.0.0.1:8787), --token to TIDEMARK_TOKEN.\n`;
+  return {
+    summary,
+    async run(args) {
+      const [subName, ...rest] = args;
+      if (subName === undefined || subName === '--help' || subName === '-h') {
+        process.stdout.write(help());
+        return subName === undefined ? 2 : 0;
+      }
+      const sub = subs[subName];
+      if (sub === undefined) throw new UsageError(`unknown subcommand '${subName}'\n\n${help()}`);
+      const { values, positionals } = parseArgs({
+        args: rest,
+        allowPositionals: true,
+        options: { ...CONNECTION_OPTIONS, ...sub.options },
+      });
+      if (values.help === true) {
+        process.stdout.write(`usage: tidemark ${name} ${sub.usage}\n`);
+        return 0;
+      }
+      return sub.run(apiClient(values), positionals, values);
+    },
+  };
+}
+
+export function str(values: Record<string, string | boolean | undefined>, key: string): string | undefined {
+  const v = values[key];
+  return typeof v === 'string' ? v : undefined;
+}

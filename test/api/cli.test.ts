@@ -1,0 +1,193 @@
+/**
+ * The quick start as written in docs/api.md, against a real `tidemark dev` process: register "every
+ * weekday at 9am" for a URL target with the CLI, trigger it now, see the delivery and the history.
+ * Then the other CLI commands over the same API, their --json output and their errors.
+ */
+import assert from 'node:assert/strict';
+import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createServer, type IncomingHttpHeaders } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, test } from 'node:test';
+import { createTestDatabase } from '../support/db.ts';
+import { spawnTidemark } from '../support/processes.ts';
+
+const db = await createTestDatabase();
+const dir = await mkdtemp(join(tmpdir(), 'tidemark-cli-'));
+await chmod(dir, 0o755);
+after(() => rm(dir, { recursive: true, force: true }));
+
+const dev = spawnTidemark(['dev', '--data-dir', dir], {
+  env: { DATABASE_URL: db.url, TIDEMARK_API_PORT: '0' },
+});
+const [, url] = await dev.waitFor(/TIDEMARK_URL=(\S+)/);
+const [, adminToken] = await dev.waitFor(/TIDEMARK_TOKEN=(\S+)/);
+assert.ok(url !== undefined && adminToken !== undefined);
+after(async () => {
+  await dev.kill('SIGTERM');
+});
+
+const received: IncomingHttpHeaders[] = [];
+const hook = createServer((req, res) => {
+  received.push(req.headers);
+  req.resume();
+  req.on('end', () => res.end('ok'));
+});
+await new Promise<void>((r) => hook.listen(0, '127.0.0.1', r));
+after(() => new Promise<void>((r) => hook.close(() => r())));
+const hookUrl = `http://127.0.0.1:${(hook.address() as AddressInfo).port}/standup`;
+
+async function cli(
+  args: string[],
+  token: string | undefined = adminToken,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const p = spawnTidemark(args, {
+    env: { TIDEMARK_URL: url, TIDEMARK_TOKEN: token, DATABASE_URL: undefined },
+  });
+  const exit = await p.exited;
+  return { code: exit.code, stdout: p.stdout, stderr: p.stderr };
+}
+
+async function until<T>(fn: () => Promise<T | undefined>, what: string, timeoutMs = 20_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+test('quick start: a tenant token, a weekday-9am schedule for a URL, trigger now, delivery, history', async () => {
+  const tenant = await cli(['token', 'create', '--tenant', 'default']);
+  assert.equal(tenant.code, 0, tenant.stderr);
+  const token = tenant.stdout.trim();
+  assert.match(token, /^tdm_/);
+
+  const add = await cli(
+    [
+      'schedule',
+      'add',
+      '--name',
+      'standup',
+      '--spec',
+      'every weekday at 9am',
+      '--tz',
+      'Europe/Berlin',
+      '--target-url',
+      hookUrl,
+      '--json',
+    ],
+    token,
+  );
+  assert.equal(add.code, 0, add.stderr);
+  const schedule = JSON.parse(add.stdout) as {
+    id: string;
+    compiled: { canonical: string };
+    nextFireTimes: string[];
+  };
+  assert.equal(schedule.compiled.canonical, '0 9 * * 1-5');
+  assert.equal(schedule.nextFireTimes.length, 5);
+
+  const shown = await cli(['schedule', 'show', schedule.id], token);
+  assert.match(shown.stdout, /compiled\s+0 9 \* \* 1-5/);
+
+  const trigger = await cli(['schedule', 'trigger', schedule.id], token);
+  assert.equal(trigger.code, 0, trigger.stderr);
+  const jobId = Number(/job (\d+)/.exec(trigger.stdout)?.[1]);
+  await until(() => Promise.resolve(received.length > 0 ? true : undefined), 'the push delivery');
+  assert.equal(received[0]?.['tidemark-job-id'], String(jobId));
+
+  const history = await cli(['schedule', 'history', schedule.id], token);
+  assert.equal(history.code, 0, history.stderr);
+  assert.match(history.stdout, /FIRE TIME\s+STATE\s+SOURCE/);
+  assert.match(history.stdout, new RegExp(`enqueued\\s+trigger\\s+\\S+ s\\s+${jobId}`));
+  const job = await until(async () => {
+    const r = await cli(['job', 'show', String(jobId), '--json'], token);
+    const j = JSON.parse(r.stdout) as { state: string };
+    return j.state === 'succeeded' ? j : undefined;
+  }, 'the job to succeed');
+  assert.equal(job.state, 'succeeded');
+});
+
+test('job add from a file in chunks with progress, ls, dlq, and errors that exit non-zero with the API message', async () => {
+  const file = join(dir, 'jobs.json');
+  await writeFile(
+    file,
+    JSON.stringify(
+      Array.from({ length: 2500 }, (_, i) => ({ queue: 'bulk', kind: 'n', idempotencyKey: `n-${i}` })),
+    ),
+  );
+  const bulk = await cli(['job', 'add', '--file', file]);
+  assert.equal(bulk.code, 0, bulk.stderr);
+  assert.match(bulk.stdout, /2500 enqueued, 0 already there/);
+  assert.match(bulk.stderr, /enqueued: 1000\/2500/);
+  assert.match(bulk.stderr, /enqueued: 2500\/2500/);
+  const { rows } = await db.pool.query<{ n: number }>(
+    "SELECT count(*)::int AS n FROM jobs WHERE queue = 'bulk'",
+  );
+  assert.equal(rows[0]?.n, 2500);
+
+  const ls = await cli(['job', 'ls', '--queue', 'bulk', '--limit', '3']);
+  assert.equal(ls.stdout.trim().split('\n').length, 4, ls.stdout);
+
+  await db.pool.query(
+    "UPDATE jobs SET state = 'dead', finished_at = now() WHERE queue = 'bulk' AND idempotency_key IN ('n-1', 'n-2')",
+  );
+  const dlq = await cli(['dlq', 'ls', '--queue', 'bulk']);
+  assert.equal(dlq.stdout.trim().split('\n').length, 3, dlq.stdout);
+  const retry = await cli(['dlq', 'retry', '--queue', 'bulk', '--json']);
+  assert.equal(retry.code, 0, retry.stderr);
+  assert.equal((JSON.parse(retry.stdout) as { retried: number[] }).retried.length, 2);
+
+  const bad = await cli([
+    'schedule',
+    'add',
+    '--name',
+    'x',
+    '--spec',
+    'every blue moon',
+    '--queue',
+    'q',
+    '--kind',
+    'k',
+  ]);
+  assert.equal(bad.code, 1);
+  assert.match(bad.stderr, /400: body\.spec/);
+  const missing = await cli(['job', 'show', '424242']);
+  assert.equal(missing.code, 1);
+  assert.match(missing.stderr, /404: job 424242 not found/);
+  const noToken = await cli(['job', 'ls'], '');
+  assert.equal(noToken.code, 2);
+  assert.match(noToken.stderr, /no token/);
+  const revoked = await cli(['token', 'create', '--tenant', 'default', '--json']);
+  const { id, token } = JSON.parse(revoked.stdout) as { id: string; token: string };
+  assert.equal((await cli(['token', 'revoke', id])).code, 0);
+  const refused = await cli(['job', 'ls'], token);
+  assert.equal(refused.code, 1);
+  assert.match(refused.stderr, /401: token unknown or revoked/);
+});
+
+test('workflow submit, show, signal, cancel and resume from the CLI', async () => {
+  const file = join(dir, 'wf.json');
+  await writeFile(
+    file,
+    JSON.stringify({
+      id: 'cli-wf',
+      nodes: [
+        { id: 'a', queue: 'etl', kind: 'x' },
+        { id: 'gate', type: 'signal', signal: 'go', dependsOn: ['a'] },
+      ],
+    }),
+  );
+  const submit = await cli(['workflow', 'submit', file]);
+  assert.equal(submit.code, 0, submit.stderr);
+  assert.match(submit.stdout, /workflow cli-wf: submitted \(2 nodes, 1 edges\)/);
+  const show = await cli(['workflow', 'show', 'cli-wf']);
+  assert.match(show.stdout, /state\s+running/);
+  const signal = await cli(['workflow', 'signal', 'cli-wf', 'go', '--payload', '{"ok":true}']);
+  assert.match(signal.stdout, /signal go: accepted/);
+  assert.match((await cli(['workflow', 'cancel', 'cli-wf'])).stdout, /cancelled/);
+  assert.match((await cli(['workflow', 'resume', 'cli-wf'])).stdout, /running/);
+});
