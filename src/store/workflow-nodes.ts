@@ -63,12 +63,18 @@ export async function workflowNodeInsertMany(
     }
   });
   const { rows } = await q.query<NodeRef>(
+    // Edges arrive as positions and are mapped to ids by subscripting one array of the new ids (O(1)
+    // per edge); joining them back to the node rows by position sorted 175,000 rows twice, spilling
+    // to disk, and the join's row estimate (4e10) switched JIT compilation on: 3.3 s of 8.5 s at
+    // 100,000 nodes (EXPLAIN ANALYZE, loaded machine).
     `WITH src AS MATERIALIZED (
        SELECT nextval(pg_get_serial_sequence('workflow_nodes', 'id')) AS id, u.*
        FROM unnest($2::text[], $3::text[], $4::int[], $5::text[], $6::text[], $7::text[], $8::int[], $9::int[],
                    $10::int[], $11::text[], $12::int[], $13::text[], $14::text[])
             WITH ORDINALITY AS u(key, type, deps, queue, kind, payload, priority, max_attempts, timeout_ms,
                                  signal_name, signal_timeout_ms, on_timeout, default_output, ord)
+     ), ids AS MATERIALIZED (
+       SELECT array_agg(id ORDER BY ord) AS a FROM src
      ), nodes AS (
        INSERT INTO workflow_nodes (id, workflow_id, key, type, pending_deps, queue, kind, payload, priority,
                                    max_attempts, timeout_ms, signal_name, signal_timeout_ms, on_timeout, default_output)
@@ -78,10 +84,8 @@ export async function workflowNodeInsertMany(
        FROM src
      ), edges AS (
        INSERT INTO workflow_edges (parent_id, child_id)
-       SELECT p.id, c.id
-       FROM unnest($15::int[], $16::int[]) AS e(p, c)
-       JOIN src p ON p.ord = e.p
-       JOIN src c ON c.ord = e.c
+       SELECT ids.a[e.p], ids.a[e.c]
+       FROM ids, unnest($15::int[], $16::int[]) AS e(p, c)
      )
      SELECT id, $1 AS workflow_id, type FROM src WHERE deps = 0 ORDER BY ord`,
     [

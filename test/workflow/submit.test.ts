@@ -133,3 +133,28 @@ test('a 20,000-node workflow is stored with edges by parent and only its roots e
   );
   assert.deepEqual(rows[0], { queued: 100, edges: r.edges });
 });
+
+test('deleting a workflow row removes its nodes and edges (the cascade 0006 keeps as a trigger)', async () => {
+  await workflows.submit({
+    id: 'doomed',
+    nodes: [
+      { id: 'a', kind: 'k' },
+      { id: 'b', kind: 'k', dependsOn: ['a'] },
+    ],
+  });
+  await workflows.submit({
+    id: 'kept',
+    nodes: [
+      { id: 'a', kind: 'k' },
+      { id: 'b', kind: 'k', dependsOn: ['a'] },
+    ],
+  });
+  const edgesBefore = await count('workflow_edges');
+  await db.pool.query(`DELETE FROM workflows WHERE id = 'doomed'`);
+  const { rows } = await db.pool.query<{ workflow_id: string }>(
+    'SELECT DISTINCT workflow_id FROM workflow_nodes WHERE workflow_id IN ($1, $2)',
+    ['doomed', 'kept'],
+  );
+  assert.deepEqual(rows, [{ workflow_id: 'kept' }]);
+  assert.equal(await count('workflow_edges'), edgesBefore - 1);
+});
