@@ -6,6 +6,7 @@ import { printTable, type Bench, type BenchRow } from './table.ts';
 
 const benches: Record<string, () => Promise<Bench>> = {
   store: async () => (await import('./store.ts')).bench,
+  api: async () => (await import('./api.ts')).bench,
   'due-index': async () => (await import('./due-index.ts')).bench,
   scheduler: async () => (await import('./scheduler.ts')).bench,
   worker: async () => (await import('./worker.ts')).bench,
