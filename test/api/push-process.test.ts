@@ -1,0 +1,92 @@
+/**
+ * A push executor process is SIGKILLed while its target is still working on the request. Another
+ * executor takes the job over once the lease expires and delivers it again with the same
+ * Idempotency-Key: nothing is lost, and the job succeeds exactly once.
+ */
+import assert from 'node:assert/strict';
+import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { after, test } from 'node:test';
+import { jobInsertMany } from '../../src/store/jobs.ts';
+import { PUSH_KIND, PUSH_QUEUE } from '../../src/push/target.ts';
+import { createTestDatabase } from '../support/db.ts';
+import { spawnTidemark } from '../support/processes.ts';
+
+const db = await createTestDatabase();
+
+test('SIGKILL of the push executor mid-request: redelivered after the lease, same key, one success', async () => {
+  const seen: IncomingHttpHeaders[] = [];
+  const held: ServerResponse[] = [];
+  const server = createServer((req, res) => {
+    seen.push(req.headers);
+    req.resume();
+    // The first delivery hangs (the target is "working"); later ones succeed.
+    if (seen.length === 1) held.push(res);
+    else res.end('ok');
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  after(() => {
+    for (const res of held) res.destroy();
+    server.closeAllConnections();
+    return new Promise<void>((r) => server.close(() => r()));
+  });
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/work`;
+  const [job] = await jobInsertMany(db.pool, [
+    {
+      queue: PUSH_QUEUE,
+      kind: PUSH_KIND,
+      tenantId: 'default',
+      payload: { url, body: { n: 1 } },
+      priority: 0,
+      runAt: null,
+      maxAttempts: 3,
+      timeoutMs: 60_000,
+      heartbeatMs: null,
+      backoffBaseMs: 0,
+      backoffMaxMs: 0,
+      idempotencyKey: 'payout-7',
+    },
+  ]);
+  assert.ok(job !== undefined);
+
+  const env = { DATABASE_URL: db.url, TIDEMARK_LOG_LEVEL: 'warn' };
+  const first = spawnTidemark(['push', '--lease-ms', '2000'], { env });
+  await first.waitFor(/push executor \S+ running/);
+  for (let i = 0; seen.length === 0; i++) {
+    assert.ok(i < 400, 'first delivery never arrived');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  await first.kill('SIGKILL');
+
+  const second = spawnTidemark(['push', '--lease-ms', '2000'], { env });
+  await second.waitFor(/push executor \S+ running/);
+  let state = '';
+  for (let i = 0; state !== 'succeeded'; i++) {
+    assert.ok(i < 600, `job still ${state}`);
+    await new Promise((r) => setTimeout(r, 50));
+    state =
+      (await db.pool.query<{ state: string }>('SELECT state FROM jobs WHERE id = $1', [job.id])).rows[0]
+        ?.state ?? '';
+  }
+  await second.kill('SIGTERM');
+
+  const attempts = await db.pool.query<{ attempt: number; outcome: string }>(
+    'SELECT attempt, outcome FROM job_attempts WHERE job_id = $1 ORDER BY attempt',
+    [job.id],
+  );
+  assert.deepEqual(
+    attempts.rows.map((a) => [a.attempt, a.outcome]),
+    [
+      [1, 'lease_lost'],
+      [2, 'succeeded'],
+    ],
+  );
+  assert.equal(seen.length, 2);
+  assert.deepEqual(
+    seen.map((h) => [h['idempotency-key'], h['tidemark-attempt']]),
+    [
+      ['payout-7', '1'],
+      ['payout-7', '2'],
+    ],
+  );
+});
