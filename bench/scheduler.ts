@@ -16,6 +16,16 @@ import type { Bench, BenchRow } from './table.ts';
 
 const log = pino({ level: process.env.TIDEMARK_LOG_LEVEL ?? 'warn' }, pino.destination(2));
 
+/** A leader in this process, resolved once it has loaded the schedules and leads. */
+async function leader(pool: Pool, tickMs?: number): Promise<Scheduler> {
+  let led: () => void = () => undefined;
+  const leading = new Promise<void>((done) => (led = done));
+  const scheduler = new Scheduler({ pool, log, tickMs, onLead: () => led() });
+  await scheduler.start();
+  await leading;
+  return scheduler;
+}
+
 async function lagStats(
   pool: Pool,
   since: Date,
@@ -33,10 +43,8 @@ async function lagStats(
 
 async function burst(): Promise<BenchRow[]> {
   const db = await benchDatabase();
-  const scheduler = new Scheduler({ pool: db.pool, log, tickMs: 100 });
+  const scheduler = await leader(db.pool, 100);
   try {
-    await scheduler.start();
-    while (!scheduler.isLeader) await new Promise((r) => setTimeout(r, 50));
     const fireAt = new Date(Math.ceil((Date.now() + 3000) / 1000) * 1000);
     await db.pool.query(
       `INSERT INTO schedules (tenant_id, name, spec, queue, kind, next_fire_at)
@@ -83,10 +91,8 @@ async function steady(): Promise<BenchRow[]> {
                FROM generate_series(1, 30000) g) s`,
   );
   await db.pool.query('VACUUM ANALYZE schedules');
-  const scheduler = new Scheduler({ pool: db.pool, log });
+  const scheduler = await leader(db.pool);
   try {
-    await scheduler.start();
-    while (!scheduler.isLeader) await new Promise((r) => setTimeout(r, 50));
     const since = new Date(Date.now() + 6000);
     await new Promise((r) => setTimeout(r, 6000));
     const cpu0 = process.cpuUsage();

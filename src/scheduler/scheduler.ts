@@ -283,17 +283,19 @@ export class Scheduler {
     this.metrics.role = 'leader';
     this.metrics.epoch = epoch;
     this.#log.info({ epoch, holder: this.holder, dueIndex: this.#indexKind }, 'leading');
+    // Renewing starts before the load: loading 30,000 schedules on a busy host can take longer
+    // than a term (measured: > 9 s at load average 16), and a term must never lapse unrenewed.
+    if (epoch !== null) this.#schedule(this.#renewMs, () => this.#renew());
+    else this.#schedule(this.#renewMs, () => this.#resampleLoop());
     try {
-      if (this.#listener === null) await this.#listenForRelease();
-      await this.#listener?.query('LISTEN tidemark_schedules');
+      await this.#control().query('LISTEN tidemark_schedules');
       await this.#loadAll();
     } catch (error) {
       this.#lose(`could not load schedules: ${errorMessage(error)}`);
       return;
     }
+    if (!this.#running) return;
     this.#onLead(epoch);
-    if (epoch !== null) this.#schedule(this.#renewMs, () => this.#renew());
-    else this.#schedule(this.#renewMs, () => this.#resampleLoop());
     this.#schedule(0, () => this.#tickLoop());
   }
 
