@@ -8,8 +8,14 @@
  * machine"). Where a batch must match (id, attempt) pairs, the unnest is joined on top of that
  * `ANY` filter, which keeps the index scan (checked with EXPLAIN on 200,000 rows of history).
  */
-import type { Queryable } from './pool.ts';
-import { workflowJobsFailed, workflowJobsSucceeded } from './workflow-release.ts';
+import pg from 'pg';
+import { withTransaction, type Queryable } from './pool.ts';
+import {
+  workflowJobsFailed,
+  workflowJobsLock,
+  workflowJobsRetried,
+  workflowJobsSucceeded,
+} from './workflow-release.ts';
 
 export const JobState = {
   scheduled: 'scheduled',
@@ -650,6 +656,19 @@ export interface JobCancelResult {
  * job as cancelled (or the reaper does, if that worker is gone). A finished job is left as it is.
  */
 export async function jobCancel(db: Queryable, id: number): Promise<JobCancelResult | undefined> {
+  return inTransaction(db, (tx) => jobCancelTx(tx, id));
+}
+
+/**
+ * Runs `fn` in the caller's transaction, or in a new one when handed the pool: a workflow node's
+ * state must commit together with its job's cancel or re-run, or the node is stranded.
+ */
+function inTransaction<T>(db: Queryable, fn: (tx: Queryable) => Promise<T>): Promise<T> {
+  return db instanceof pg.Pool ? withTransaction(db, fn) : fn(db);
+}
+
+async function jobCancelTx(db: Queryable, id: number): Promise<JobCancelResult | undefined> {
+  await workflowJobsLock(db, [id]);
   const result = await db.query<JobRow & { previous: JobState }>(
     `WITH target AS (SELECT id, state FROM jobs WHERE id = $1 FOR UPDATE),
      done AS (
@@ -668,6 +687,9 @@ export async function jobCancel(db: Queryable, id: number): Promise<JobCancelRes
   const row = result.rows[0];
   if (row === undefined) return undefined;
   const { previous, ...job } = row;
+  // A workflow node's job cancelled before it ran: the node fails under its workflow's policy now
+  // (a running one is finished as cancelled by its worker, through jobFailMany's hook).
+  if (job.state === 'cancelled' && previous !== 'cancelled') await workflowJobsFailed(db, [id]);
   return { previous, job };
 }
 
@@ -681,6 +703,15 @@ export async function jobRetryMany(
   extraAttempts: number,
 ): Promise<number[]> {
   if (ids.length === 0) return [];
+  return inTransaction(db, (tx) => jobRetryManyTx(tx, ids, extraAttempts));
+}
+
+async function jobRetryManyTx(
+  db: Queryable,
+  ids: readonly number[],
+  extraAttempts: number,
+): Promise<number[]> {
+  await workflowJobsLock(db, [...ids]);
   const result = await db.query<{ id: number }>(
     `WITH done AS (
         UPDATE jobs SET state = 'available', run_at = now(), finished_at = NULL, cancel_requested_at = NULL,
@@ -692,7 +723,10 @@ export async function jobRetryMany(
       SELECT id FROM done WHERE (SELECT count(*) FROM wake) >= 0`,
     [ids, extraAttempts],
   );
-  return result.rows.map((r) => r.id);
+  const retried = result.rows.map((r) => r.id);
+  // Workflow nodes follow their re-run jobs (docs/workflows.md, "Re-running a node's job").
+  await workflowJobsRetried(db, retried);
+  return retried;
 }
 
 /** Ids in the dead letter matching a filter, oldest death first, for bulk re-runs. */

@@ -127,13 +127,57 @@ export async function workflowNodeFailByJobs(
   jobIds: number[],
 ): Promise<(NodeRef & { key: string })[]> {
   const { rows } = await q.query<NodeRef & { key: string }>(
-    `UPDATE workflow_nodes n SET state = 'failed', finished_at = now(), error = j.last_error
+    // A job cancelled while it waited has no error of its own: the node says what happened.
+    `UPDATE workflow_nodes n SET state = 'failed', finished_at = now(),
+       error = coalesce(j.last_error, 'job ' || j.id || ' ' || j.state)
      FROM jobs j
      WHERE n.job_id = ANY($1::bigint[]) AND n.state = 'queued' AND j.id = n.job_id
      RETURNING n.id, n.workflow_id, n.type, n.key`,
     [jobIds],
   );
   return rows;
+}
+
+/**
+ * The nodes of these re-run jobs (dead letter retry) follow their job again: failed or cancelled
+ * nodes whose current job it is go back to 'queued'. Returns them, with whether each had failed.
+ */
+export async function workflowNodeRequeueByJobs(
+  q: Queryable,
+  jobIds: number[],
+): Promise<(NodeRef & { was_failed: boolean })[]> {
+  const { rows } = await q.query<NodeRef & { was_failed: boolean }>(
+    `UPDATE workflow_nodes n SET state = 'queued', finished_at = NULL, error = NULL
+     FROM workflow_nodes o
+     WHERE n.job_id = ANY($1::bigint[]) AND n.state IN ('failed', 'cancelled') AND o.id = n.id
+     RETURNING n.id, n.workflow_id, n.type, o.state = 'failed' AS was_failed`,
+    [jobIds],
+  );
+  return rows;
+}
+
+/** Skipped descendants of these nodes become pending again (their skipping ancestor re-runs). */
+export async function workflowNodeUnskipDescendants(q: Queryable, nodeIds: number[]): Promise<number> {
+  const { rowCount } = await q.query(
+    `WITH RECURSIVE down(id) AS (
+       SELECT child_id FROM workflow_edges WHERE parent_id = ANY($1::bigint[])
+       UNION
+       SELECT e.child_id FROM workflow_edges e JOIN down ON e.parent_id = down.id
+     )
+     UPDATE workflow_nodes n SET state = 'pending', finished_at = NULL
+     FROM down WHERE n.id = down.id AND n.state = 'skipped'`,
+    [nodeIds],
+  );
+  return rowCount ?? 0;
+}
+
+/** The failed nodes of a workflow. */
+export async function workflowNodeFailedIds(q: Queryable, workflowId: string): Promise<number[]> {
+  const { rows } = await q.query<{ id: number }>(
+    `SELECT id FROM workflow_nodes WHERE workflow_id = $1 AND state = 'failed'`,
+    [workflowId],
+  );
+  return rows.map((r) => r.id);
 }
 
 /**

@@ -12,13 +12,16 @@ import {
   workflowNodeCancelUnstarted,
   workflowNodeChildrenDecrement,
   workflowNodeFailByJobs,
+  workflowNodeFailedIds,
   workflowNodeJobsCreate,
   workflowNodeReady,
   workflowNodeReopen,
+  workflowNodeRequeueByJobs,
   workflowNodeSkipDescendants,
   workflowNodeSucceedByJobs,
   workflowNodeSucceedSignalled,
   workflowNodeTimeoutApply,
+  workflowNodeUnskipDescendants,
   workflowNodeWaitingFor,
   workflowNodeWaitStart,
   type NodeRef,
@@ -66,6 +69,13 @@ class Progress {
 
   finished(workflowId: string, n: number): void {
     this.#get(workflowId).finished += n;
+  }
+
+  /** Nodes that had finished run again: the counts go back up. */
+  reopened(workflowId: string, n: number, failed: number): void {
+    const p = this.#get(workflowId);
+    p.finished -= n;
+    p.failed -= failed;
   }
 
   async apply(tx: Queryable): Promise<{ id: string; state: WorkflowState }[]> {
@@ -195,13 +205,62 @@ export async function workflowResume(tx: Queryable, workflowId: string): Promise
   const w = await workflowLock(tx, workflowId);
   if (w === null) return { ok: false, state: null };
   if (w.state !== 'failed' && w.state !== 'cancelled') return { ok: false, state: w.state };
+  return { ok: true, state: await restart(tx, w, 0) };
+}
+
+/** Resume's work on a locked, ended workflow; `requeued` nodes were already put back to queued. */
+async function restart(tx: Queryable, w: WorkflowLockRow, requeued: number): Promise<WorkflowState> {
   const reopened = await workflowNodeReopen(tx, w.id);
-  await workflowRestart(tx, w.id, reopened);
+  await workflowRestart(tx, w.id, reopened + requeued);
   const progress = new Progress();
   const ready = await workflowNodeReady(tx, w.id);
   await propagate(tx, [{ ...w, state: 'running' }], progress, { succeeded: [], ready });
   const [after] = await progress.apply(tx);
-  return { ok: true, state: after?.state ?? 'running' };
+  return after?.state ?? 'running';
+}
+
+/**
+ * Before a job-layer write that may end or revive workflow nodes' jobs (cancel, dead-letter retry):
+ * locks their workflows first, the order every workflow transition takes (workflow, then its jobs),
+ * so such a write and a workflow cancel touching the same job queue instead of deadlocking.
+ */
+export async function workflowJobsLock(tx: Queryable, jobIds: number[]): Promise<void> {
+  if (jobIds.length > 0) await workflowLockByJobs(tx, jobIds);
+}
+
+/**
+ * In the transaction that re-runs jobs from the dead letter (or cancelled ones): each node follows
+ * its job again. The failed or cancelled node goes back to queued. A workflow that had ended is
+ * resumed around it (its other failed, skipped and cancelled nodes reopen, as `resume` does; this
+ * node keeps the retried job, so it does not run twice). In a workflow still running under
+ * `continue`, the node's skipped descendants become pending again, except those also downstream of
+ * another failed node.
+ */
+export async function workflowJobsRetried(tx: Queryable, jobIds: number[]): Promise<void> {
+  if (jobIds.length === 0) return;
+  const locked = await workflowLockByJobs(tx, jobIds);
+  if (locked.length === 0) return;
+  const requeued = await workflowNodeRequeueByJobs(tx, jobIds);
+  const progress = new Progress();
+  for (const w of locked) {
+    const mine = requeued.filter((n) => n.workflow_id === w.id);
+    if (mine.length === 0) continue;
+    if (w.state !== 'running') {
+      await restart(tx, w, mine.length);
+      continue;
+    }
+    const unskipped = await workflowNodeUnskipDescendants(
+      tx,
+      mine.map((n) => n.id),
+    );
+    let reskipped = 0;
+    const others = await workflowNodeFailedIds(tx, w.id);
+    if (others.length > 0) {
+      for (const s of await workflowNodeSkipDescendants(tx, others)) reskipped += s.n;
+    }
+    progress.reopened(w.id, mine.length + unskipped - reskipped, mine.filter((n) => n.was_failed).length);
+  }
+  await progress.apply(tx);
 }
 
 /**
