@@ -81,6 +81,7 @@ async function burst(): Promise<BenchRow[]> {
 
 async function steady(): Promise<BenchRow[]> {
   const minutes = Number(process.env.BENCH_STEADY_MINUTES ?? 3);
+  if (minutes === 0) return []; // BENCH_STEADY_MINUTES=0: the burst row only
   const db = await benchDatabase();
   // Anchors spread over a minute so 30,000 once-a-minute schedules fire ~500 per second.
   await db.pool.query(

@@ -98,6 +98,8 @@ const COALESCE_MS = 50;
 
 /** Page size for loading the schedule table into memory when a term starts. */
 const LOAD_PAGE = 5_000;
+/** Most edited schedules one resync pass reads; the next pass continues after the last. */
+const RESYNC_PAGE = 10_000;
 
 export class Scheduler {
   readonly metrics = new SchedulerMetrics();
@@ -487,8 +489,11 @@ export class Scheduler {
     const since = this.#resyncSince;
     this.#lastResyncMono = this.#clock.monotonicMs();
     if (since === null) return;
-    const nextSince = new Date(this.time.nowMs() - this.#ttlMs);
-    const rows = await scheduleListChangedSince(this.#pool, since, 100_000);
+    let nextSince = new Date(this.time.nowMs() - this.#ttlMs);
+    const rows = await scheduleListChangedSince(this.#pool, since, RESYNC_PAGE);
+    // A full page may have left later edits unread: resume after the last one read, not from now.
+    const last = rows.at(-1);
+    if (rows.length === RESYNC_PAGE && last !== undefined) nextSince = last.updatedAt;
     const index = this.#index;
     if (index === null) return;
     for (const row of rows) {

@@ -1,0 +1,57 @@
+/**
+ * LISTEN/NOTIFY is the fast path for edits; the periodic resync is the one that must not miss. A
+ * schedule written with the notify trigger switched off (as if the notification were lost) must
+ * still reach the leader's index and fire.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { pino } from 'pino';
+import { FakeClock } from '../../src/clock.ts';
+import { Scheduler } from '../../src/scheduler/scheduler.ts';
+import { createTestDatabase } from '../support/db.ts';
+import { sleep } from './processes.ts';
+
+const T0 = new Date(Math.floor(Date.now() / 60_000) * 60_000 - 120_000);
+
+test('a schedule whose notification was lost is picked up by the resync and fires', async () => {
+  const db = await createTestDatabase();
+  const clock = new FakeClock(T0);
+  const scheduler = new Scheduler({
+    pool: db.pool,
+    log: pino({ level: 'silent' }),
+    clock,
+    timeSource: 'host',
+    tickMs: 20,
+    renewEveryMs: 100,
+    leaseTtlMs: 60_000,
+    resyncMs: 300,
+  });
+  try {
+    await scheduler.start();
+    while (!scheduler.isLeader) await sleep(20);
+    await sleep(100);
+    const client = await db.pool.connect();
+    try {
+      await client.query('BEGIN');
+      await client.query('SET LOCAL session_replication_role = replica'); // no trigger, no NOTIFY
+      await client.query(
+        `INSERT INTO schedules (tenant_id, name, spec, queue, kind, next_fire_at, anchor_at)
+         VALUES ('default', 'silent', 'every 10s', 'q', 'k', $1, $2)`,
+        [new Date(T0.getTime() + 10_000), new Date(0)],
+      );
+      await client.query('COMMIT');
+    } finally {
+      client.release();
+    }
+    clock.advance(10_000);
+    let n = 0;
+    for (let i = 0; i < 60 && n === 0; i++) {
+      await sleep(50);
+      const { rows } = await db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM occurrences');
+      n = rows[0]!.n;
+    }
+    assert.equal(n, 1, 'the silently inserted schedule fired once');
+  } finally {
+    await scheduler.stop();
+  }
+});
