@@ -13,6 +13,7 @@ import { queueUpsert } from '../store/queues.ts';
 import { applyQueueFlags, ConfigError, parseConfigFile, type WorkerConfig } from '../worker/config.ts';
 import type { Handler, Handlers } from '../worker/handler.ts';
 import { Worker } from '../worker/worker.ts';
+import { SignalTimer } from '../workflow/signal-timer.ts';
 import { requireDatabaseUrl } from './database-url.ts';
 import type { Command } from './main.ts';
 import { UsageError } from './usage-error.ts';
@@ -138,7 +139,20 @@ export async function startWorkerRole(
     maintenance: values['no-maintenance'] !== true,
   });
   await worker.start();
-  return { worker, stop: () => worker.stop() };
+  // Signal-node timeouts (workflows) fire in every worker that does maintenance, like the reaper:
+  // each is applied under its workflow's row lock taken SKIP LOCKED, so workers never apply one twice.
+  const timer =
+    values['no-maintenance'] === true
+      ? undefined
+      : new SignalTimer({ pool, log: createLogger('signal-timer') });
+  timer?.start();
+  return {
+    worker,
+    stop: async () => {
+      await timer?.stop();
+      await worker.stop();
+    },
+  };
 }
 
 export const command: Command = {

@@ -289,18 +289,22 @@ export async function workflowSignal(
   return { found: true, accepted: true, completed: succeeded.length };
 }
 
-/** Applies the timeouts of these waiting signal nodes (rechecked here, under the workflow locks). */
+/**
+ * Applies the timeouts of these waiting signal nodes of one workflow (rechecked here, under its
+ * lock). The lock is taken SKIP LOCKED: a workflow busy with another timer (every worker runs one)
+ * or a completion is left to the next sweep rather than waited for; `skipped` says so.
+ */
 export async function workflowSignalTimeouts(
   tx: Queryable,
   nodeIds: number[],
   asOf: Date | null,
-): Promise<{ succeeded: number; failed: number }> {
-  const locked = await workflowLockByNodes(tx, nodeIds);
-  if (locked.length === 0) return { succeeded: 0, failed: 0 };
+): Promise<{ succeeded: number; failed: number; skipped: boolean }> {
+  const locked = await workflowLockByNodes(tx, nodeIds, true);
+  if (locked.length !== 1) return { succeeded: 0, failed: 0, skipped: locked.length === 0 };
   const { succeeded, failed } = await workflowNodeTimeoutApply(tx, nodeIds, asOf);
   const progress = new Progress();
   await failNodes(tx, locked, progress, failed);
   await propagate(tx, locked, progress, { succeeded, ready: [] });
   await progress.apply(tx);
-  return { succeeded: succeeded.length, failed: failed.length };
+  return { succeeded: succeeded.length, failed: failed.length, skipped: false };
 }

@@ -80,13 +80,20 @@ export async function workflowLockByJobs(q: Queryable, jobIds: number[]): Promis
   return rows;
 }
 
-/** Locks, in id order, the workflows that own any of these nodes. */
-export async function workflowLockByNodes(q: Queryable, nodeIds: number[]): Promise<WorkflowLockRow[]> {
+/**
+ * Locks, in id order, the workflows that own any of these nodes. With `skipLocked`, a workflow whose
+ * row another transaction holds is left out instead of waited for.
+ */
+export async function workflowLockByNodes(
+  q: Queryable,
+  nodeIds: number[],
+  skipLocked = false,
+): Promise<WorkflowLockRow[]> {
   const { rows } = await q.query<WorkflowLockRow>(
     `SELECT w.id, w.state, w.failure_policy FROM workflows w
      WHERE w.id IN (SELECT n.workflow_id FROM workflow_nodes n WHERE n.id = ANY($1::bigint[]))
      ORDER BY w.id
-     FOR UPDATE OF w`,
+     FOR UPDATE OF w${skipLocked ? ' SKIP LOCKED' : ''}`,
     [nodeIds],
   );
   return rows;

@@ -1,6 +1,7 @@
 /**
- * Fires the timeouts of signal nodes. Any number of processes may run one: each timeout is applied
- * under its workflow's row lock and rechecked there, so two timers never apply one twice. Deadlines
+ * Fires the timeouts of signal nodes. Every `tidemark worker` runs one (and `tidemark dev`): each
+ * timeout is applied under its workflow's row lock, taken SKIP LOCKED and rechecked there, so two
+ * timers never apply one twice and never queue behind each other or behind completions. Deadlines
  * are judged by the database's clock, like leases, so a process with a skewed clock changes nothing.
  */
 import type { Logger } from '../log.ts';
@@ -18,11 +19,15 @@ export async function signalTimeoutsFire(pool: Pool, asOf: Date | null = null): 
     if (due.length === 0) return total;
     const byWorkflow = new Map<string, number[]>();
     for (const d of due) byWorkflow.set(d.workflow_id, [...(byWorkflow.get(d.workflow_id) ?? []), d.id]);
+    let skipped = 0;
     for (const ids of byWorkflow.values()) {
       const r = await withTransaction(pool, (tx) => workflowSignalTimeouts(tx, ids, asOf));
       total += r.succeeded + r.failed;
+      if (r.skipped) skipped++;
     }
-    if (due.length < BATCH) return total;
+    // What another transaction held is still due: the next sweep takes it (reading it again now
+    // could spin on the same locked rows).
+    if (due.length < BATCH || skipped > 0) return total;
   }
 }
 

@@ -114,3 +114,22 @@ test('cancelling a workflow cancels its waiting signal node', async () => {
   assert.deepEqual(await workflows.signal('cancelled', 'approved'), { accepted: true, completed: 0 });
   assert.equal(await workflowState(db.pool, 'cancelled'), 'cancelled');
 });
+
+test('a timer skips a workflow whose row another transaction holds, and fires it on the next sweep', async () => {
+  await workflows.submit(approval('busy', { timeoutMs: 60_000 }));
+  await drain(db.pool, 'busy');
+  const later = new Date(Date.now() + 61_000);
+  const holder = await db.pool.connect();
+  try {
+    await holder.query('BEGIN');
+    await holder.query(`SELECT 1 FROM workflows WHERE id = 'busy' FOR UPDATE`);
+    // Returns at once (no wait on the held row) and applies nothing.
+    assert.equal(await signalTimeoutsFire(db.pool, later), 0);
+    assert.equal((await nodeStates(db.pool, 'busy')).approve, 'waiting');
+  } finally {
+    await holder.query('ROLLBACK');
+    holder.release();
+  }
+  assert.equal(await signalTimeoutsFire(db.pool, later), 1);
+  assert.equal((await nodeStates(db.pool, 'busy')).approve, 'failed');
+});
