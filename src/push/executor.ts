@@ -18,7 +18,7 @@ import type { Clock } from '../clock.ts';
 import { systemClock } from '../clock.ts';
 import type { Logger } from '../log.ts';
 import { jobPromoteDue, jobReapExpired, leaseRenewMany, type JobClaimed } from '../store/jobs.ts';
-import type { Pool } from '../store/pool.ts';
+import { withTransaction, type Pool } from '../store/pool.ts';
 import { HostLimiter } from './host-limiter.ts';
 import { remoteClaim, remoteComplete, remoteFail } from './remote-worker.ts';
 import { PUSH_KIND, PUSH_QUEUE, pushPayloadParse } from './target.ts';
@@ -128,7 +128,8 @@ export class PushExecutor {
         // The worker's maintenance does these too; running them here as well means push jobs
         // retry and recover even where no TypeScript worker runs. Both are safe to run anywhere.
         await jobPromoteDue(this.#pool, 1000);
-        await jobReapExpired(this.#pool, 1000);
+        // In a transaction: a reaped workflow node's failure commits with its job's.
+        await withTransaction(this.#pool, (tx) => jobReapExpired(tx, 1000));
         const free = this.#maxInFlight - this.#held.size;
         if (free > 0) {
           const { jobs, cursors } = await remoteClaim(this.#pool, {

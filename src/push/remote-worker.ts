@@ -3,8 +3,8 @@
  * HTTP pull API (workers in any language) and the push executor. They use the same store statements
  * as that class, with the same ownership rule: every write names (owner, attempt) and changes
  * nothing once the attempt is no longer that owner's (lease expired and reaped, cancelled, finished).
- * A completion releases workflow children in its own transaction, and a job given up on fails its
- * workflow node in the same transaction, as the design requires.
+ * Completion and failure run in a transaction of their own, which the store's statements extend with
+ * the workflow step (children released, or the node failed), so the two commit together.
  */
 import {
   jobClaimBatch,
@@ -21,7 +21,6 @@ import {
 } from '../store/jobs.ts';
 import { jobRunAtDefer } from '../store/job-push.ts';
 import { withTransaction, type Pool, type Queryable } from '../store/pool.ts';
-import { workflowJobsFailed, workflowJobsSucceeded } from '../store/workflow-release.ts';
 import { nextTenantCursor } from '../worker/worker.ts';
 
 export interface ClaimRequest {
@@ -70,7 +69,6 @@ export async function remoteClaim(pool: Pool, request: ClaimRequest): Promise<Cl
 export async function remoteComplete(pool: Pool, owner: string, ref: AttemptRef): Promise<boolean> {
   return withTransaction(pool, async (tx) => {
     const done = await jobCompleteMany(tx, owner, [ref]);
-    await workflowJobsSucceeded(tx, done);
     return done.length > 0;
   });
 }
@@ -94,7 +92,6 @@ export async function remoteFail(
     const [failed] = await jobFailMany(tx, owner, [
       { ...ref, outcome: f.outcome ?? 'failed', error: f.error, retryable: f.retryable },
     ]);
-    if (failed?.state === 'dead') await workflowJobsFailed(tx, [failed.id]);
     if (failed?.state === 'failed' && f.retryAfterMs != null) {
       await jobRunAtDefer(tx, ref.id, ref.attempt, f.retryAfterMs);
       return (await jobFailedGet(tx, ref.id)) ?? failed;

@@ -143,3 +143,41 @@ test("tenant isolation: every workflow route answers 404 for another tenant's wo
   assert.doesNotMatch(reuse.text, /acme/);
   assert.equal(await databaseSnapshot(api.db), before);
 });
+
+test("completing a node's job through the pull API releases its children; failing it for good fails the node", async () => {
+  await api.call('POST', '/v1/workflows', {
+    token: api.tokens.acme,
+    body: {
+      id: 'wf-pull',
+      nodes: [
+        { id: 'first', queue: 'wf-pull', kind: 'k' },
+        { id: 'second', queue: 'wf-pull', kind: 'k', dependsOn: ['first'], retries: 0 },
+      ],
+    },
+  });
+  const claim = async () => {
+    const r = await api.call<{ jobs: { id: number; attempt: number }[] }>('POST', '/v1/workers/claim', {
+      body: { worker: 'pull-w', queues: ['wf-pull'] },
+    });
+    assert.equal(r.status, 200, r.text);
+    return r.body.jobs;
+  };
+  const [first] = await claim();
+  assert.ok(first !== undefined);
+  const done = await api.call('POST', `/v1/jobs/${first.id}/complete`, {
+    body: { worker: 'pull-w', attempt: first.attempt },
+  });
+  assert.equal(done.status, 200, done.text);
+  const [second] = await claim();
+  assert.ok(second !== undefined, 'the child was released by the completion');
+  const failed = await api.call('POST', `/v1/jobs/${second.id}/fail`, {
+    body: { worker: 'pull-w', attempt: second.attempt, error: 'broken', retryable: false },
+  });
+  assert.equal(failed.body.state, 'dead');
+  const status = await api.call<{ state: string; nodes: Record<string, number> }>(
+    'GET',
+    '/v1/workflows/wf-pull',
+  );
+  assert.equal(status.body.state, 'failed');
+  assert.deepEqual([status.body.nodes.succeeded, status.body.nodes.failed], [1, 1]);
+});
