@@ -26,9 +26,9 @@ function term(row: TermRow | undefined): LeaseTerm | null {
 }
 
 /**
- * Takes the lease when it is free, expired, or already ours (a restarted process with the same
- * holder id still gets a new epoch, since its previous incarnation may have writes in flight).
- * Returns the new term, or null when someone else holds it.
+ * Takes the lease when it is free (released) or expired, always with a new epoch; an unexpired term
+ * is never taken over, not even by a process with the same holder name (a restarted replica's
+ * previous incarnation may still have writes in flight). Returns the new term, or null.
  */
 export async function leaseAcquire(
   db: Queryable,
