@@ -1,12 +1,13 @@
 /**
  * GET /metrics: Prometheus text. Request counts and latencies are kept here; queue depth, running,
- * dead, schedule lag and leader state are read from the database at scrape time. Whatever the other
- * layers register on prom-client's default registry in this process (tick duration, claim latency…)
- * is appended, so one scrape shows the whole process.
+ * dead, schedule lag and leader state are read from the database at scrape time. The scheduler's and
+ * workers' in-process metrics (tick duration, claim latency, outcomes) are added when handed over
+ * (process-metrics.ts), and anything registered on prom-client's default registry is appended.
  */
 import { Counter, Gauge, Histogram, Registry, register as defaultRegistry } from 'prom-client';
 import type { Pool } from '../store/pool.ts';
 import { jobCountOpenByQueueState, leaseList, scheduleLagSeconds } from '../store/stats.ts';
+import { registerProcessMetrics } from './process-metrics.ts';
 
 export interface ApiMetrics {
   registry: Registry;
@@ -71,6 +72,8 @@ export function createApiMetrics(pool: Pool): ApiMetrics {
     labelNames: ['lease', 'holder'] as const,
     registers: [registry],
   });
+
+  registerProcessMetrics(registry);
 
   async function collect(): Promise<void> {
     const [counts, lagS, leases] = await Promise.all([

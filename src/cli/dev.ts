@@ -87,6 +87,7 @@ export const command: Command = {
     });
     await scheduler.start();
     roles.push({ name: 'scheduler', stop: () => scheduler.stop() });
+    (await import('../api/process-metrics.ts')).exportSchedulerMetrics(scheduler.metrics);
     const { SignalTimer } = await import('../workflow/signal-timer.ts');
     const signalTimer = new SignalTimer({ pool, log });
     signalTimer.start();

@@ -1,6 +1,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Validator } from '@seriousme/openapi-schema-validator';
+import { exportSchedulerMetrics, exportWorkerMetrics } from '../../src/api/process-metrics.ts';
+import { SchedulerMetrics } from '../../src/scheduler/metrics.ts';
+import { QueueStats } from '../../src/worker/metrics.ts';
 import { startTestApi } from './support.ts';
 
 const api = await startTestApi();
@@ -104,4 +107,29 @@ test('/metrics: backlog, running and dead per queue, schedule lag and request co
     text,
     /^tidemark_http_request_duration_seconds_bucket\{le="\+Inf",method="POST",route="\/v1\/workers\/claim"\} 1$/m,
   );
+});
+
+test('/metrics includes the in-process scheduler and worker metrics handed over by the process', async () => {
+  const scheduler = new SchedulerMetrics();
+  scheduler.role = 'leader';
+  scheduler.epoch = 7;
+  scheduler.recordTick(12, 3);
+  scheduler.recordLag(250);
+  const queue = new QueueStats('mail', 4);
+  queue.claimLatency.add(5);
+  queue.outcomes.succeeded = 9;
+  const withdraw = [
+    exportSchedulerMetrics(scheduler),
+    exportWorkerMetrics({ metrics: () => [queue.snapshot()] }),
+  ];
+  const text = await (await fetch(`${api.url}/metrics`)).text();
+  assert.match(text, /^tidemark_scheduler_leader 1$/m);
+  assert.match(text, /^tidemark_scheduler_epoch 7$/m);
+  assert.match(text, /^tidemark_scheduler_tick_duration_seconds\{quantile="0.99"\} 0.012$/m);
+  assert.match(text, /^tidemark_scheduler_occurrence_lag_seconds\{quantile="0.5"\} 0.25$/m);
+  assert.match(text, /^tidemark_worker_claim_latency_seconds\{queue="mail",quantile="0.5"\} 0.005$/m);
+  assert.match(text, /^tidemark_job_outcomes\{queue="mail",outcome="succeeded"\} 9$/m);
+  for (const w of withdraw) w();
+  const after = await (await fetch(`${api.url}/metrics`)).text();
+  assert.doesNotMatch(after, /^tidemark_scheduler_epoch 7$/m);
 });
