@@ -88,7 +88,12 @@ export async function occurrenceMaterialise(
                FROM unnest($4::uuid[], $5::integer[], $6::timestamptz[], $7::text[], $8::text[],
                            $9::timestamptz[], $10::text[], $11::text[], $12::boolean[])
                     AS i(schedule_id, version, fire_at, state, reason, run_at, idempotency_key, source, cancel_previous)
-               JOIN schedules s ON s.id = i.schedule_id AND s.version = i.version
+               -- id = ANY(ARRAY(subquery)): the planner cannot see the array's size, so it reads the
+               -- schedules through the primary key. Joined on the unnest, or on ANY($4) with its
+               -- 1,000 elements visible, it chose a sequential scan of the whole table (EXPLAIN at
+               -- 30,000 schedules: 27 ms per batch, growing with the table).
+               JOIN schedules s ON s.id = ANY(ARRAY(SELECT unnest($4::uuid[])))
+                               AND s.id = i.schedule_id AND s.version = i.version
                                AND (NOT s.paused OR i.source = 'trigger')
               CROSS JOIN allowed a
            ), occ AS (
@@ -133,7 +138,8 @@ export async function occurrenceMaterialise(
                     last_fire_at = GREATEST(s.last_fire_at, a.last_fire_at)
                FROM unnest($13::uuid[], $14::integer[], $15::timestamptz[], $16::timestamptz[])
                     AS a(id, version, next_fire_at, last_fire_at)
-              WHERE s.id = a.id AND s.version = a.version AND EXISTS (SELECT 1 FROM allowed)
+              WHERE s.id = ANY(ARRAY(SELECT unnest($13::uuid[]))) AND s.id = a.id AND s.version = a.version
+                AND EXISTS (SELECT 1 FROM allowed)
              RETURNING s.id
            )
            SELECT EXISTS (SELECT 1 FROM allowed) AS fenced,
