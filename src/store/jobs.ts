@@ -240,13 +240,16 @@ export async function jobClaimBatch(db: Queryable, p: JobClaimParams): Promise<J
         FROM lines l
       ),
       candidates AS (
-        SELECT c.id, c.tenant_id, c.priority, c.run_at, r.pass, r.room,
+        SELECT c.id, c.tenant_id, c.priority, c.run_at, r.pass,
                row_number() OVER (PARTITION BY c.tenant_id ORDER BY c.priority DESC, c.run_at, c.id) AS rn
         FROM room r CROSS JOIN LATERAL (
           SELECT j.id, j.tenant_id, j.priority, j.run_at FROM jobs j
           WHERE j.queue = $1 AND j.tenant_id = r.tenant_id AND j.state = 'available' AND j.run_at <= now()
           ORDER BY j.priority DESC, j.run_at, j.id
-          LIMIT (SELECT k FROM share)
+          LIMIT greatest(0, least((SELECT k FROM share), r.room))
+          -- Locked while scanning, so rows another worker holds are skipped and the scan goes on
+          -- past them: concurrent claimers of one queue each get a full batch, not the same head.
+          FOR UPDATE SKIP LOCKED
         ) c
       ),
       queue_room AS (
@@ -257,21 +260,18 @@ export async function jobClaimBatch(db: Queryable, p: JobClaimParams): Promise<J
                  OR EXISTS (SELECT 1 FROM tenants t WHERE t.max_running IS NOT NULL) THEN 0
                ELSE $2 END AS n
       ),
+      -- Round-robin over tenants: every tenant's first job, then every tenant's second, and so on.
+      -- Rows locked above but not picked are unlocked when the statement's transaction ends.
       picked AS (
-        SELECT id FROM candidates WHERE rn <= room
+        SELECT id FROM candidates
         ORDER BY rn, pass, tenant_id
         LIMIT greatest(0, least($2, (SELECT n FROM queue_room)))
-      ),
-      locked AS (
-        SELECT j.id FROM jobs j
-        WHERE j.id = ANY (ARRAY(SELECT id FROM picked)) AND j.state = 'available'
-        FOR UPDATE SKIP LOCKED
       )
       UPDATE jobs j
       SET state = 'running', attempt = j.attempt + 1, lease_owner = $3,
           lease_expires_at = now() + make_interval(secs => coalesce(j.heartbeat_ms * 3, $4) / 1000.0),
           started_at = now(), heartbeat_at = now(), finished_at = NULL
-      WHERE j.id = ANY (ARRAY(SELECT id FROM locked))
+      WHERE j.id = ANY (ARRAY(SELECT id FROM picked)) AND j.state = 'available'
       RETURNING j.id, j.queue, j.kind, j.tenant_id AS "tenantId", j.payload, j.attempt,
                 j.max_attempts AS "maxAttempts",
                 coalesce(j.timeout_ms, (SELECT q.timeout_ms FROM queues q WHERE q.name = j.queue)) AS "timeoutMs",

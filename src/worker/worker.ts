@@ -76,7 +76,9 @@ class QueueLoop {
   limited = false;
   woken = false;
   waitingForSlot = false;
-  #waiter: (() => void) | undefined;
+  /** Slots promised to claims in flight, so two claim loops never overfill the queue. */
+  reserved = 0;
+  readonly #waiters = new Set<() => void>();
 
   constructor(
     readonly name: string,
@@ -87,18 +89,20 @@ class QueueLoop {
 
   wake(): void {
     this.woken = true;
-    this.#waiter?.();
+    for (const w of this.#waiters) w();
   }
 
   async sleep(ms: number): Promise<void> {
     if (this.woken) return;
     let timer: NodeJS.Timeout | undefined;
+    let waiter: (() => void) | undefined;
     await new Promise<void>((resolve) => {
-      this.#waiter = resolve;
+      waiter = resolve;
+      this.#waiters.add(resolve);
       timer = setTimeout(resolve, ms);
     });
     clearTimeout(timer);
-    this.#waiter = undefined;
+    if (waiter !== undefined) this.#waiters.delete(waiter);
   }
 }
 
@@ -166,7 +170,13 @@ export class Worker {
   async start(): Promise<void> {
     await this.#listener.start();
     await this.#refreshLimits();
-    for (const q of this.#queues.values()) this.#loops.push(this.#claimLoop(q));
+    // Two claim loops per queue: one claims while the other's batch starts, and claims of ~1,000
+    // overlap their round trips (DESIGN.md: two to four loops saturate PostgreSQL). The second only
+    // matters for a queue with more slots than one batch fills at a time.
+    for (const q of this.#queues.values()) {
+      this.#loops.push(this.#claimLoop(q));
+      if (q.concurrency > 1) this.#loops.push(this.#claimLoop(q));
+    }
     const stopSignal = new Promise<void>((resolve) => (this.#backgroundStop = resolve));
     this.#background.push(this.#leaseLoop(stopSignal), this.#maintenanceLoop(stopSignal));
     this.#log.info(
@@ -232,7 +242,7 @@ export class Worker {
       // completions can not keep up (or the database is away), claiming stops instead of piling up
       // unwritten results while their leases run out.
       const backlog = Math.max(0, this.#completer.pending - this.#batch);
-      const free = q.concurrency - q.stats.running - backlog;
+      const free = q.concurrency - q.stats.running - q.reserved - backlog;
       if (free <= 0) {
         q.waitingForSlot = true;
         await q.sleep(this.#pollMs);
@@ -243,15 +253,18 @@ export class Worker {
       q.woken = false;
       const limit = Math.min(free, this.#batch);
       let jobs: JobClaimed[];
+      q.reserved += limit;
       try {
         jobs = await this.#claim(q, limit);
         errorDelayMs = 100;
       } catch (error) {
+        q.reserved -= limit;
         this.#log.warn({ err: error, queue: q.name, retryInMs: errorDelayMs }, 'claim failed');
         await q.sleep(errorDelayMs);
         errorDelayMs = Math.min(errorDelayMs * 2, 5000);
         continue;
       }
+      q.reserved -= limit;
       for (const job of jobs) this.#start(q, job);
       if (this.#stopping) break;
       // A full batch suggests more is waiting; otherwise sleep until a NOTIFY, a free slot or the poll.

@@ -159,3 +159,35 @@ test('a cluster-wide queue limit is never exceeded by 4 worker processes', async
   assert.equal(rows[0]?.runs, 40, 'each job ran exactly once');
   assert.ok((rows[0]?.workers ?? 0) >= 2, 'the work was spread over several processes');
 });
+
+test("tenant fairness across processes: B's single job starts in the first batch behind A's backlog of 5,000", async () => {
+  await client.jobs.enqueueMany(
+    Array.from({ length: 5000 }, () => ({
+      queue: 'fairp',
+      kind: 'sleep',
+      tenantId: 'tenant-a',
+      payload: { ms: 20 },
+    })),
+  );
+  const b = await client.jobs.enqueue({
+    queue: 'fairp',
+    kind: 'sleep',
+    tenantId: 'tenant-b',
+    payload: { ms: 20 },
+  });
+  const worker = await startWorker(['fairp:4']);
+  await waitUntil('b succeeded', async () => (await jobState(db.pool, b.id)) === 'succeeded', 30_000);
+  await worker.kill('SIGKILL');
+  // Jobs of one claim share its started_at (the transaction's time): none of A's came in an earlier claim.
+  const { rows } = await db.pool.query<{ ahead: number; total: number }>(
+    `SELECT count(*) FILTER (WHERE a.started_at < (SELECT started_at FROM job_attempts WHERE job_id = $1))::int AS ahead,
+            count(*)::int AS total
+     FROM job_attempts a JOIN jobs j ON j.id = a.job_id WHERE j.queue = 'fairp' AND j.tenant_id = 'tenant-a'`,
+    [b.id],
+  );
+  assert.equal(
+    rows[0]?.ahead,
+    0,
+    `${rows[0]?.ahead} of tenant A's jobs started in an earlier claim than B's`,
+  );
+});
