@@ -75,6 +75,14 @@ export function handleError(error: FastifyError, request: FastifyRequest, reply:
     });
     return;
   }
+  if (isDatabaseUnavailable(error)) {
+    request.log.warn({ err: error, requestId }, 'database unavailable');
+    void reply
+      .status(503)
+      .header('retry-after', '1')
+      .send({ error: { code: 'unavailable', message: 'database unavailable; retry shortly', requestId } });
+    return;
+  }
   const status = typeof error.statusCode === 'number' ? error.statusCode : 500;
   if (status >= 400 && status < 500) {
     const code = FASTIFY_CODES[error.code] ?? (status === 400 ? 'invalid_request' : 'client_error');
@@ -83,4 +91,28 @@ export function handleError(error: FastifyError, request: FastifyRequest, reply:
   }
   request.log.error({ err: error, requestId }, 'unhandled error');
   void reply.status(500).send({ error: { code: 'internal', message: 'internal error', requestId } });
+}
+
+// Lost or refused connections, and the server saying it cannot take work now (SQLSTATE class 08,
+// 57P01-57P03 shutdown, 53300 too many connections). The request did not reach a decision, so
+// it is 503 and safe to retry, not a 500.
+const UNAVAILABLE_ERRNO = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EHOSTUNREACH',
+  'ENOTFOUND',
+]);
+const UNAVAILABLE_SQLSTATE = /^(08...|57P0[123]|53300)$/;
+
+function isDatabaseUnavailable(error: unknown): boolean {
+  for (let e: unknown = error, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string' && (UNAVAILABLE_ERRNO.has(code) || UNAVAILABLE_SQLSTATE.test(code)))
+      return true;
+    if (/Connection terminated|connection timeout|Client has encountered a connection error/i.test(e.message))
+      return true;
+  }
+  return false;
 }
