@@ -217,7 +217,8 @@ export const bench: Bench = async () => {
         group: 'workflow',
         name: `submit ${submitted.nodes} nodes, ${submitted.edges} edges (fan-out, chains, fan-in)`,
         value: `${(submitMs / 1000).toFixed(2)} s`,
-        target: '≤ 3 s',
+        // 3 s at DESIGN.md's P ≈ 8,400 TPS is 100,000 / 3 / 8,400 ≈ 4.0 P nodes per second.
+        target: '≤ 3 s (≥ 4.0 P nodes/s)',
         note: `${pNote(submitted.nodes / (submitMs / 1000))} nodes/s; validation + one transaction of ~7 round trips`,
       },
       {
