@@ -34,3 +34,7 @@ export {
 } from './workflow/definition.ts';
 export type { NodePage, WorkflowStatus } from './workflow/status.ts';
 export { SignalTimer, signalTimeoutsFire } from './workflow/signal-timer.ts';
+export { createApiServer, type ApiServer, type ApiServerOptions } from './api/server.ts';
+export { exportSchedulerMetrics, exportWorkerMetrics } from './api/process-metrics.ts';
+export { PushExecutor, type PushExecutorOptions } from './push/executor.ts';
+export { PUSH_KIND, PUSH_QUEUE } from './push/target.ts';
