@@ -668,7 +668,13 @@ function inTransaction<T>(db: Queryable, fn: (tx: Queryable) => Promise<T>): Pro
 }
 
 async function jobCancelTx(db: Queryable, id: number): Promise<JobCancelResult | undefined> {
-  await workflowJobsLock(db, [id]);
+  // Lock order for a workflow node's job: a pending one is also ended by workflow transitions, which
+  // lock the workflow and then its jobs, so its workflow is locked first here too; a running one is
+  // finished by its worker, which locks the job and then the workflow, so it is not (its cancel
+  // only marks the job and needs no workflow lock).
+  const current = await db.query<{ state: JobState }>('SELECT state FROM jobs WHERE id = $1', [id]);
+  const state = current.rows[0]?.state;
+  if (state !== undefined && PENDING_STATES.includes(state)) await workflowJobsLock(db, [id]);
   const result = await db.query<JobRow & { previous: JobState }>(
     `WITH target AS (SELECT id, state FROM jobs WHERE id = $1 FOR UPDATE),
      done AS (
