@@ -79,11 +79,12 @@ export const command: Command = {
       const { startWorkerRole } = await import('./worker.ts');
       roles.push({ name: 'worker', ...(await startWorkerRole({ handlers: values.handlers, queue: values.queue }, pool, url)) });
     }
-    const { Scheduler } = await import('../scheduler/scheduler.ts');
-    const scheduler = new Scheduler({
+    // No supervisor in dev: a lost lease ends that term and a fresh instance contends as a standby.
+    const { RestartingScheduler } = await import('../scheduler/restarting.ts');
+    const scheduler = new RestartingScheduler({
       pool,
       log: log.child({ role: 'scheduler' }),
-      onLost: (reason) => log.error({ reason }, 'scheduler stopped: it lost its lease (restart tidemark dev)'),
+      onLost: (reason) => log.error({ reason }, 'scheduler term ended: it lost its lease'),
     });
     await scheduler.start();
     roles.push({ name: 'scheduler', stop: () => scheduler.stop() });
