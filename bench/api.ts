@@ -6,6 +6,7 @@
 import { Agent, request } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { spawn } from 'node:child_process';
+import { cpus, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { tokenMint } from '../src/api/tokens.ts';
 import { benchDatabase } from './db.ts';
@@ -22,7 +23,12 @@ interface Load {
   elapsedMs: number;
 }
 
-async function load(base: string, token: string, path: string, body: (i: number) => unknown): Promise<Load> {
+async function load(
+  base: string,
+  token: string,
+  path: string,
+  body: ((i: number) => unknown) | undefined,
+): Promise<Load> {
   const agent = new Agent({ keepAlive: true, maxSockets: CONCURRENCY });
   const url = new URL(path, base);
   const latenciesMs: number[] = [];
@@ -34,7 +40,7 @@ async function load(base: string, token: string, path: string, body: (i: number)
       const req = request(
         url,
         {
-          method: 'POST',
+          method: payload === '' ? 'GET' : 'POST',
           agent,
           headers: {
             authorization: `Bearer ${token}`,
@@ -53,7 +59,7 @@ async function load(base: string, token: string, path: string, body: (i: number)
   await Promise.all(
     Array.from({ length: CONCURRENCY }, async () => {
       while (performance.now() - start < DURATION_MS) {
-        const payload = JSON.stringify(body(i++));
+        const payload = body === undefined ? '' : JSON.stringify(body(i++));
         const t0 = performance.now();
         const status = await one(payload);
         latenciesMs.push(performance.now() - t0);
@@ -96,6 +102,9 @@ export const bench: Bench = async () => {
       child.on('exit', (code) => reject(new Error(`tidemark api exited (${code})`)));
     });
     const { token } = await tokenMint(db.pool, { tenantId: null, name: 'bench', ratePerS: 1_000_000 });
+    // The HTTP ceiling of this machine at this moment (no database, no authentication): the
+    // rows below are read against it, as the machine is shared and its load varies.
+    const health = await load(base, token, '/healthz', undefined);
     const run = Date.now();
     const schedules = await load(base, token, '/v1/schedules', (i) => ({
       name: `bench-${run}-${i}`,
@@ -108,6 +117,10 @@ export const bench: Bench = async () => {
       jobs: Array.from({ length: 100 }, (_, j) => ({ queue: 'bench-batch', kind: 'k', payload: { i, j } })),
     }));
     return [
+      {
+        ...row('GET /healthz (no database, no auth: the HTTP ceiling now)', health),
+        target: `reference; load average ${loadavg()[0]?.toFixed(1)} on ${cpus().length} cores`,
+      },
       row('POST /v1/schedules (phrase + zone, URL target)', schedules),
       row('POST /v1/jobs, one job per request', jobs),
       row('POST /v1/jobs, 100 jobs per request', batches, 100),
