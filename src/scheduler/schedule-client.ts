@@ -172,6 +172,7 @@ function compileFields(fields: ScheduleFields): CompiledSchedule {
       id: '',
       version: 0,
       lastFireAt: null,
+      specError: null,
       createdAt: fields.anchorAt,
       updatedAt: fields.anchorAt,
     });

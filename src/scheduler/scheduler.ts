@@ -32,6 +32,7 @@ import {
   scheduleGetMany,
   scheduleListActivePage,
   scheduleListChangedSince,
+  scheduleMarkBroken,
   type ScheduleRow,
 } from '../store/schedules.ts';
 import { DbDueIndex } from './db-index.ts';
@@ -126,6 +127,8 @@ export class Scheduler {
   #index: DueIndex | null = null;
   readonly #cache = new Map<string, CachedSchedule>();
   readonly #pendingRefresh = new Set<string>();
+  /** Schedules whose spec did not compile, to be taken out of the due set in the database. */
+  readonly #broken = new Map<string, { id: string; version: number; error: string }>();
   #lastResyncMono = 0;
   #resyncSince: Date | null = null;
   /**
@@ -343,10 +346,28 @@ export class Scheduler {
       this.#cache.set(row.id, { row, compiled: compileRow(row) });
       index.set({ id: row.id, dueMs: row.nextFireAt.getTime(), version: row.version });
     } catch (error) {
-      // Stored specs were valid when written; one that no longer compiles must not stop the others.
-      this.#log.error({ err: error, schedule: row.id }, 'schedule does not compile; not scheduling it');
+      // Stored specs were valid when written; one that no longer compiles must not stop the others,
+      // and must not stay due: the db index would pop it again every tick (and a page full of them
+      // would stall the tick), so #flushBroken records the error and clears next_fire_at.
+      this.#log.error(
+        { err: error, schedule: row.id },
+        'schedule does not compile; taking it out of the due set',
+      );
       this.#cache.delete(row.id);
       index.delete(row.id);
+      this.#broken.set(row.id, { id: row.id, version: row.version, error: errorMessage(error) });
+    }
+  }
+
+  async #flushBroken(): Promise<void> {
+    if (this.#broken.size === 0) return;
+    const broken = [...this.#broken.values()];
+    this.#broken.clear();
+    try {
+      await scheduleMarkBroken(this.#pool, broken);
+    } catch (error) {
+      // Not marked: the next load or pop finds them again and retries.
+      this.#log.warn({ err: error, schedules: broken.length }, 'could not record broken schedules');
     }
   }
 
@@ -440,6 +461,7 @@ export class Scheduler {
         this.#pendingRefresh.clear();
         await this.#refresh(ids);
       }
+      await this.#flushBroken();
       for (;;) {
         const index = this.#index;
         if (index === null || !this.#stillTrusted()) return;
@@ -508,7 +530,10 @@ export class Scheduler {
     const index = this.#index;
     if (index === null) return 0;
     const missing = entries.filter((e) => this.#cache.get(e.id)?.row.version !== e.version).map((e) => e.id);
-    if (missing.length > 0) await this.#refresh(missing);
+    if (missing.length > 0) {
+      await this.#refresh(missing);
+      await this.#flushBroken();
+    }
     const due: CachedSchedule[] = [];
     for (const e of entries) {
       const cached = this.#cache.get(e.id);

@@ -31,10 +31,15 @@ export interface ScheduleRow {
   lastFireAt: Date | null;
   createdAt: Date;
   updatedAt: Date;
+  /** Why the leader took this schedule out of the due set (its spec no longer compiles); cleared by an edit. */
+  specError: string | null;
 }
 
 /** The editable fields, as written; id, version and timestamps are the store's. */
-export type ScheduleFields = Omit<ScheduleRow, 'id' | 'version' | 'lastFireAt' | 'createdAt' | 'updatedAt'>;
+export type ScheduleFields = Omit<
+  ScheduleRow,
+  'id' | 'version' | 'lastFireAt' | 'createdAt' | 'updatedAt' | 'specError'
+>;
 
 interface Row {
   id: string;
@@ -62,11 +67,12 @@ interface Row {
   last_fire_at: Date | null;
   created_at: Date;
   updated_at: Date;
+  spec_error: string | null;
 }
 
 const COLUMNS = `id, tenant_id, name, spec, time_zone, dst_gap, dst_overlap, misfire_policy, misfire_cap,
   starting_deadline_ms, overlap_policy, jitter_ms, anchor_at, queue, kind, payload, priority, max_attempts,
-  timeout_ms, paused, version, next_fire_at, last_fire_at, created_at, updated_at`;
+  timeout_ms, paused, version, next_fire_at, last_fire_at, created_at, updated_at, spec_error`;
 
 function fromRow(r: Row): ScheduleRow {
   return {
@@ -95,6 +101,7 @@ function fromRow(r: Row): ScheduleRow {
     lastFireAt: r.last_fire_at,
     createdAt: r.created_at,
     updatedAt: r.updated_at,
+    specError: r.spec_error,
   };
 }
 
@@ -152,7 +159,7 @@ export async function scheduleUpdate(
              dst_overlap = $6, misfire_policy = $7, misfire_cap = $8, starting_deadline_ms = $9,
              overlap_policy = $10, jitter_ms = $11, anchor_at = $12, queue = $13, kind = $14,
              payload = $15::jsonb, priority = $16, max_attempts = $17, timeout_ms = $18, paused = $19,
-             next_fire_at = $20, version = version + 1, updated_at = clock_timestamp()
+             next_fire_at = $20, version = version + 1, updated_at = clock_timestamp(), spec_error = NULL
            WHERE id = $21 AND ($22::integer IS NULL OR version = $22)
            RETURNING ${COLUMNS}`,
     values: [...fieldValues(fields), id, expectedVersion],
@@ -269,4 +276,23 @@ export async function scheduleListDue(db: Queryable, before: Date, limit: number
     values: [before, limit],
   });
   return rows.map((r) => ({ id: r.id, nextFireAt: r.next_fire_at, version: r.version }));
+}
+
+/**
+ * Takes a schedule whose stored spec no longer compiles out of the due set, with the reason, unless
+ * it was edited since the leader read it (the edit recomputed next_fire_at and may have fixed it).
+ * Not fenced by the lease: any leader would make the same decision, and it is undone by an edit.
+ */
+export async function scheduleMarkBroken(
+  db: Queryable,
+  broken: { id: string; version: number; error: string }[],
+): Promise<number> {
+  const { rowCount } = await db.query({
+    name: 'scheduleMarkBroken',
+    text: `UPDATE schedules s SET next_fire_at = NULL, spec_error = b.error
+             FROM unnest($1::uuid[], $2::integer[], $3::text[]) AS b(id, version, error)
+            WHERE s.id = b.id AND s.version = b.version`,
+    values: [broken.map((b) => b.id), broken.map((b) => b.version), broken.map((b) => b.error)],
+  });
+  return rowCount ?? 0;
 }
