@@ -106,11 +106,6 @@ export class PushExecutor {
     await this.stop();
   }
 
-  /** Jobs this executor holds right now. */
-  get inFlight(): number {
-    return this.#held.size;
-  }
-
   #sleep(ms: number): Promise<void> {
     return new Promise((resolve) => {
       const timer = setTimeout(resolve, ms);

@@ -36,8 +36,4 @@ export class HostLimiter {
       this.#waiting.delete(host);
     };
   }
-
-  active(host: string): number {
-    return this.#active.get(host) ?? 0;
-  }
 }

@@ -8,7 +8,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { after, test } from 'node:test';
 import { pino } from 'pino';
-import { PushExecutor } from '../../src/push/executor.ts';
+import { PushExecutor, retryAfterMs } from '../../src/push/executor.ts';
 import { startTestApi } from './support.ts';
 
 const api = await startTestApi();
@@ -186,4 +186,13 @@ test('at most perHostConcurrency requests run against one host at once', async (
   for (const id of ids) assert.equal((await settled(id)).state, 'succeeded');
   assert.equal(t.seen.length, 6);
   assert.equal(peak, 2);
+});
+
+test('Retry-After is read as seconds or as an HTTP date', () => {
+  const now = Date.parse('2026-01-05T09:00:00Z');
+  assert.equal(retryAfterMs('120', now), 120_000);
+  assert.equal(retryAfterMs('Mon, 05 Jan 2026 09:00:30 GMT', now), 30_000);
+  assert.equal(retryAfterMs('Mon, 05 Jan 2026 08:00:00 GMT', now), 0, 'a date in the past means now');
+  assert.equal(retryAfterMs('soon', now), null);
+  assert.equal(retryAfterMs(null, now), null);
 });
