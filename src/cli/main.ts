@@ -25,20 +25,24 @@ const commands: Record<string, () => Promise<Command>> = {
   worker: async () => (await import('./worker.ts')).command,
 };
 
-function usage(): string {
+/** Loads every command for its summary: only `--help` pays for that. */
+async function usage(): Promise<string> {
   const names = Object.keys(commands).sort();
-  return `usage: tidemark <command> [options]\n\ncommands:\n${names.map((n) => `  ${n}`).join('\n')}\n\nRun 'tidemark <command> --help' for a command's options.`;
+  const summaries = await Promise.all(names.map(async (n) => (await commands[n]?.())?.summary ?? ''));
+  const width = Math.max(...names.map((n) => n.length));
+  const lines = names.map((n, i) => `  ${n.padEnd(width)}  ${summaries[i] ?? ''}`);
+  return `usage: tidemark <command> [options]\n\ncommands:\n${lines.join('\n')}\n\nRun 'tidemark <command> --help' for a command's options.`;
 }
 
 export async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
   if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
-    process.stdout.write(`${usage()}\n`);
+    process.stdout.write(`${await usage()}\n`);
     return name === undefined ? 2 : 0;
   }
   const load = commands[name];
   if (load === undefined) {
-    process.stderr.write(`tidemark: unknown command '${name}'\n\n${usage()}\n`);
+    process.stderr.write(`tidemark: unknown command '${name}'\n\n${await usage()}\n`);
     return 2;
   }
   const command = await load();
