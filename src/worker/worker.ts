@@ -87,9 +87,21 @@ class QueueLoop {
     this.stats = new QueueStats(name, concurrency);
   }
 
+  /** New work or a free slot: one sleeping loop is enough (both would race for the same rows). */
   wake(): void {
     this.woken = true;
+    const [first] = this.#waiters;
+    if (first !== undefined) {
+      this.#waiters.delete(first);
+      first();
+    }
+  }
+
+  /** Stop, limits changed, or notifications may have been missed: every loop looks again. */
+  wakeAll(): void {
+    this.woken = true;
     for (const w of this.#waiters) w();
+    this.#waiters.clear();
   }
 
   async sleep(ms: number): Promise<void> {
@@ -160,7 +172,7 @@ export class Worker {
         onJobs: (queue) => this.#queues.get(queue)?.wake(),
         onCancel: (jobId) => this.#cancelLocal(jobId),
         onReconnect: () => {
-          for (const q of this.#queues.values()) q.wake();
+          for (const q of this.#queues.values()) q.wakeAll();
         },
       },
       this.#log,
@@ -205,7 +217,7 @@ export class Worker {
 
   async #stop(): Promise<void> {
     this.#stopping = true;
-    for (const q of this.#queues.values()) q.wake();
+    for (const q of this.#queues.values()) q.wakeAll();
     await Promise.all(this.#loops);
     if (!(await this.#waitIdle(this.#shutdownGraceMs))) {
       this.#log.warn({ running: this.#running.size }, 'shutdown grace over; aborting and releasing the rest');
@@ -476,7 +488,7 @@ export class Worker {
     this.#tenantQuotas = limits.tenantQuotas;
     for (const q of this.#queues.values()) {
       const limited = limits.limitedQueues.has(q.name);
-      if (limited !== q.limited) q.wake();
+      if (limited !== q.limited) q.wakeAll();
       q.limited = limited;
     }
   }
