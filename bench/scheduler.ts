@@ -17,14 +17,10 @@ import type { Bench, BenchRow } from './table.ts';
 const log = pino({ level: process.env.TIDEMARK_LOG_LEVEL ?? 'warn' }, pino.destination(2));
 
 /** Scheduler settings to compare back to back (unset: the defaults). */
-function benchOptions(): { planAheadMs?: number; batchSize?: number; writers?: number } {
+function benchOptions(): { batchSize?: number; writers?: number } {
   const n = (name: string): number | undefined =>
     process.env[name] === undefined ? undefined : Number(process.env[name]);
-  return {
-    planAheadMs: n('BENCH_PLAN_AHEAD_MS'),
-    batchSize: n('BENCH_BATCH_SIZE'),
-    writers: n('BENCH_WRITERS'),
-  };
+  return { batchSize: n('BENCH_BATCH_SIZE'), writers: n('BENCH_WRITERS') };
 }
 
 /** A leader in this process, resolved once it has loaded the schedules and leads. */

@@ -39,7 +39,7 @@ import { DbDueIndex } from './db-index.ts';
 import type { DueEntry, DueIndex, DueIndexKind } from './due-index.ts';
 import { HeapDueIndex } from './heap-index.ts';
 import { SchedulerMetrics } from './metrics.ts';
-import { compileRow, planSchedule, type CachedSchedule, type SchedulePlan } from './plan.ts';
+import { compileRow, planSchedule, type CachedSchedule } from './plan.ts';
 import { SchedulerTime, type TimeSourceKind } from './time-source.ts';
 import { WheelDueIndex } from './wheel-index.ts';
 
@@ -61,8 +61,6 @@ export interface SchedulerOptions {
   writers?: number;
   /** How often the leader re-reads schedules edited since its last pass (backs up NOTIFY). */
   resyncMs?: number;
-  /** How far ahead of their fire time due schedules are planned (heap index only); 0 turns it off. */
-  planAheadMs?: number;
   /**
    * false: every instance materialises without a lease (`--unsafe-no-election`); exists only to
    * prove that the unique key alone prevents duplicates.
@@ -90,10 +88,6 @@ export const SCHEDULER_DEFAULTS = {
   // which parallelises; DESIGN.md measured 2–4 concurrent writers saturating PostgreSQL.
   writers: 4,
   resyncMs: 30_000,
-  // A tick plans what falls due within this much of now ahead of time, so at the fire time the
-  // write starts at once. Planning is synchronous JS (≈30 µs a schedule at load 5–9, 100–160 ms for
-  // a 5,000-schedule burst) and otherwise runs between the fire time and the first write.
-  planAheadMs: 1_000,
 } as const;
 
 /**
@@ -102,15 +96,6 @@ export const SCHEDULER_DEFAULTS = {
  * that writes ~25 per statement, 20 statements a second, instead of 500 single-row ones.
  */
 const COALESCE_MS = 50;
-
-/** Most entries one tick plans ahead. */
-const PLAN_AHEAD_LIMIT = 20_000;
-/**
- * A plan made ahead (as of its fire time) is used only when written at most this late and before
- * the schedule's next fire time: then planning at the real now gives the same rows (one due
- * occurrence, not missed; the misfire grace is 60 s). Otherwise the schedule is planned afresh.
- */
-const PLAN_AHEAD_MAX_LATE_MS = 1_000;
 
 /** Page size for loading the schedule table into memory when a term starts. */
 const LOAD_PAGE = 5_000;
@@ -131,7 +116,6 @@ export class Scheduler {
   readonly #batchSize: number;
   readonly #writers: number;
   readonly #resyncMs: number;
-  readonly #planAheadMs: number;
   readonly #election: boolean;
   readonly #onLost: (reason: string) => void;
   readonly #onLead: (epoch: number | null) => void;
@@ -143,8 +127,6 @@ export class Scheduler {
   #index: DueIndex | null = null;
   readonly #cache = new Map<string, CachedSchedule>();
   readonly #pendingRefresh = new Set<string>();
-  /** Plans made ahead of the fire time (planAheadMs), by schedule id. */
-  readonly #planned = new Map<string, { version: number; dueMs: number; plan: SchedulePlan }>();
   /** Schedules whose spec did not compile, to be taken out of the due set in the database. */
   readonly #broken = new Map<string, { id: string; version: number; error: string }>();
   #lastResyncMono = 0;
@@ -172,7 +154,6 @@ export class Scheduler {
     this.#batchSize = options.batchSize ?? SCHEDULER_DEFAULTS.batchSize;
     this.#writers = options.writers ?? SCHEDULER_DEFAULTS.writers;
     this.#resyncMs = options.resyncMs ?? SCHEDULER_DEFAULTS.resyncMs;
-    this.#planAheadMs = options.planAheadMs ?? SCHEDULER_DEFAULTS.planAheadMs;
     this.#election = options.election ?? true;
     this.#onLost = options.onLost ?? (() => undefined);
     this.#onTick = options.onTick;
@@ -327,7 +308,6 @@ export class Scheduler {
     const nowMono = this.#clock.monotonicMs();
     this.#cache.clear();
     this.#pendingRefresh.clear();
-    this.#planned.clear();
     const index = this.#makeIndex();
     let after: string | null = null;
     // The resync reads edits from this instant on; take it before the load so none fall between.
@@ -357,7 +337,6 @@ export class Scheduler {
 
   /** Puts a row in the cache and the index, or takes it out of both when it cannot fire. */
   #cacheRow(row: ScheduleRow, index: DueIndex): void {
-    this.#planned.delete(row.id);
     if (row.paused || row.nextFireAt === null) {
       this.#cache.delete(row.id);
       index.delete(row.id);
@@ -513,13 +492,6 @@ export class Scheduler {
     }
     const durationMs = this.#clock.monotonicMs() - started;
     this.metrics.recordTick(durationMs, written);
-    if (this.#running && this.#index !== null) {
-      try {
-        await this.#planAhead();
-      } catch (error) {
-        this.#log.warn({ err: error }, 'planning ahead failed; the schedules are planned when due');
-      }
-    }
     if (written > 0) this.#onTick?.({ occurrences: written, durationMs });
   }
 
@@ -584,7 +556,7 @@ export class Scheduler {
     const advances: ScheduleAdvance[] = [];
     const lags: number[] = [];
     for (const s of due) {
-      const plan = this.#planFor(s, nowMs, activity);
+      const plan = planSchedule(s, nowMs, activity.get(s.row.id));
       items.push(...plan.items);
       advances.push(plan.advance);
       lags.push(...plan.lagsMs);
@@ -634,64 +606,6 @@ export class Scheduler {
       }
     }
     return result.inserted;
-  }
-
-  /**
-   * Plans the entries due within planAheadMs as of their own fire time, and puts them back in the
-   * index. Only for an index that knows its earliest entry (the heap; the db index would pay a query
-   * per tick for it), and only
-   * for overlap policy `allow`: the others depend on the jobs running at the fire time.
-   */
-  async #planAhead(): Promise<void> {
-    const index = this.#index;
-    const nextDue = index?.nextDueMs?.() ?? null;
-    if (index === null || nextDue === null || this.#planAheadMs <= 0) return;
-    const horizon = this.time.nowMs() + this.#planAheadMs;
-    if (nextDue > horizon) return;
-    const entries = await index.popDue(horizon, PLAN_AHEAD_LIMIT);
-    for (const e of entries) {
-      index.set(e);
-      const cached = this.#cache.get(e.id);
-      const known = this.#planned.get(e.id);
-      if (known !== undefined && known.version === e.version && known.dueMs === e.dueMs) continue;
-      if (
-        cached === undefined ||
-        cached.row.version !== e.version ||
-        cached.row.nextFireAt?.getTime() !== e.dueMs ||
-        cached.row.overlapPolicy !== 'allow'
-      ) {
-        continue;
-      }
-      this.#planned.set(e.id, {
-        version: e.version,
-        dueMs: e.dueMs,
-        plan: planSchedule(cached, e.dueMs, undefined),
-      });
-    }
-  }
-
-  /** The plan made ahead for `s` when it still holds at `nowMs`, else a fresh one. */
-  #planFor(s: CachedSchedule, nowMs: number, activity: Map<string, ScheduledJobActivity>): SchedulePlan {
-    const { row } = s;
-    const ahead = this.#planned.get(row.id);
-    if (ahead !== undefined) {
-      this.#planned.delete(row.id);
-      const next = ahead.plan.advance.nextFireAt;
-      const late = nowMs - ahead.dueMs;
-      if (
-        ahead.version === row.version &&
-        ahead.dueMs === row.nextFireAt?.getTime() &&
-        late >= 0 &&
-        late <= Math.min(PLAN_AHEAD_MAX_LATE_MS, row.startingDeadlineMs ?? Infinity) &&
-        (next === null || nowMs < next.getTime())
-      ) {
-        const lagsMs = ahead.plan.items
-          .filter((i) => i.state === 'enqueued')
-          .map((i) => nowMs - i.fireAt.getTime());
-        return { ...ahead.plan, lagsMs };
-      }
-    }
-    return planSchedule(s, nowMs, activity.get(row.id));
   }
 
   #schedule(ms: number, fn: () => Promise<void>): NodeJS.Timeout {
