@@ -62,6 +62,20 @@ test('submit a workflow, see its status and nodes; the same id and definition ag
     rest.body.items.map((n) => n.key),
     ['load', 'transform'],
   );
+  const edges = await api.call<{ items: { key: string; dependsOn: string[]; error: string | null }[] }>(
+    'GET',
+    '/v1/workflows/wf-1/nodes',
+    { token: api.tokens.acme },
+  );
+  assert.deepEqual(
+    edges.body.items.map((n) => [n.key, n.dependsOn, n.error]),
+    [
+      ['approve', ['extract'], null],
+      ['extract', [], null],
+      ['load', ['approve', 'transform'], null],
+      ['transform', ['extract'], null],
+    ],
+  );
   const { rows } = await api.db.pool.query<{ kind: string }>(
     "SELECT kind FROM workflow_nodes WHERE workflow_id = 'wf-1' AND key = 'load'",
   );
@@ -180,4 +194,12 @@ test("completing a node's job through the pull API releases its children; failin
   );
   assert.equal(status.body.state, 'failed');
   assert.deepEqual([status.body.nodes.succeeded, status.body.nodes.failed], [1, 1]);
+  const failedNodes = await api.call<{ items: { key: string; dependsOn: string[]; error: string | null }[] }>(
+    'GET',
+    '/v1/workflows/wf-pull/nodes?state=failed',
+  );
+  assert.deepEqual(
+    failedNodes.body.items.map((n) => [n.key, n.dependsOn, n.error]),
+    [['second', ['first'], 'broken']],
+  );
 });

@@ -257,6 +257,7 @@ test('workflows: open a failed workflow, see its failed node and error, resume i
     nodes: [
       { id: 'extract', queue: 'etl', kind: 'extract' },
       { id: 'load', queue: 'etl', kind: 'load', dependsOn: ['extract'] },
+      { id: 'report', queue: 'etl', kind: 'report', dependsOn: ['extract', 'load'] },
     ],
   });
   const [job] = await claim('etl');
@@ -278,6 +279,24 @@ test('workflows: open a failed workflow, see its failed node and error, resume i
     assert.match(await failed.innerText(), /extract[\s\S]*source database refused the connection/);
     const counts = await page.getByRole('table', { name: 'Nodes per state' }).innerText();
     assert.match(counts, /failed\s+1/);
+    // The graph: one box per node, one line per dependency, the failed node marked as failed.
+    const graph = page.getByRole('img', { name: 'Workflow graph: 3 nodes in 3 columns' });
+    await graph.waitFor();
+    assert.equal(await graph.locator('g.node').count(), 3);
+    assert.equal(await graph.locator('line.edge').count(), 3);
+    assert.deepEqual(await graph.locator('g.node-failed title').allTextContents(), ['extract: failed']);
+    // Every other node drawn in the state class the database holds for it.
+    const others = await api.db.pool.query<{ key: string; state: string }>(
+      `SELECT key, state FROM workflow_nodes WHERE workflow_id = $1 AND key <> 'extract' ORDER BY key`,
+      [submitted.id],
+    );
+    assert.equal(others.rows.length, 2);
+    for (const n of others.rows) {
+      assert.notEqual(n.state, 'failed');
+      assert.ok(
+        (await graph.locator(`g.node-${n.state} title`).allTextContents()).includes(`${n.key}: ${n.state}`),
+      );
+    }
     await screenshot(page, 'workflow');
 
     await page.getByRole('button', { name: 'Resume workflow' }).click();

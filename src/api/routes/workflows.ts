@@ -9,6 +9,7 @@ import { WorkflowValidationError } from '../../workflow/definition.ts';
 import { WorkflowClient, WorkflowNotFoundError } from '../../workflow/workflow-client.ts';
 import type { WorkflowStatus } from '../../workflow/status.ts';
 import { NodeState } from '../../store/workflow-nodes.ts';
+import { workflowNodeParents } from '../../store/workflow-graph.ts';
 import { PUSH_KIND, PUSH_QUEUE, pushPayload } from '../../push/target.ts';
 import type { Api } from '../app.ts';
 import { tenantScope } from '../auth.ts';
@@ -60,6 +61,24 @@ const SubmitBody = Type.Object(
 );
 
 const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 200 }) });
+
+const NodeItem = Type.Object({
+  key: Type.String(),
+  type: Type.Union([Type.Literal('job'), Type.Literal('signal')]),
+  state: Type.String(),
+  dependsOn: Type.Array(Type.String(), { description: 'keys of the nodes this one waits for' }),
+  pendingDeps: Type.Integer(),
+  jobId: Type.Union([Type.Integer(), Type.Null()]),
+  jobState: Type.Union([Type.String(), Type.Null()]),
+  attempt: Type.Union([Type.Integer(), Type.Null()]),
+  runs: Type.Integer(),
+  error: Type.Union([Type.String(), Type.Null()], {
+    description: "the node's error, else its current job's last error",
+  }),
+  releasedAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
+  startedAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
+  finishedAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
+});
 
 function nodeSpec(n: Static<typeof Node>, i: number): NodeSpec {
   if (n.url !== undefined && n.kind !== undefined) {
@@ -206,7 +225,7 @@ export function workflowRoutes(app: Api, deps: RouteDeps): void {
     '/v1/workflows/:id/nodes',
     {
       schema: {
-        summary: 'Nodes of a workflow, by key, page by page',
+        summary: 'Nodes of a workflow with their dependencies and last error, by key, page by page',
         tags: ['workflows'],
         params: IdParams,
         querystring: Type.Object(
@@ -219,7 +238,7 @@ export function workflowRoutes(app: Api, deps: RouteDeps): void {
         ),
         response: withErrors({
           200: Type.Object({
-            items: Type.Array(Type.Unknown()),
+            items: Type.Array(NodeItem),
             next: Type.Union([Type.String(), Type.Null()]),
           }),
         }),
@@ -233,17 +252,24 @@ export function workflowRoutes(app: Api, deps: RouteDeps): void {
         state: q.state,
         limit: q.limit,
       });
+      const parents = await workflowNodeParents(
+        deps.pool,
+        request.params.id,
+        page.nodes.map((n) => n.key),
+      );
       return {
         next: page.next,
         items: page.nodes.map((n) => ({
           key: n.key,
           type: n.type,
           state: n.state,
+          dependsOn: parents.get(n.key) ?? [],
           pendingDeps: n.pending_deps,
           jobId: n.job_id,
           jobState: n.job_state,
           attempt: n.attempt,
           runs: n.runs,
+          error: n.error,
           releasedAt: n.released_at?.toISOString() ?? null,
           startedAt: n.started_at?.toISOString() ?? null,
           finishedAt: n.finished_at?.toISOString() ?? null,

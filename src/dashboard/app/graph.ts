@@ -51,7 +51,7 @@ export function workflowGraph(nodes: WorkflowNode[]): HTMLElement {
   root.appendChild(svg('title', {}, `Workflow graph: ${nodes.length} nodes in ${columns.length} columns`));
   for (const n of nodes) {
     const to = pos.get(n.key);
-    for (const p of n.dependsOn ?? []) {
+    for (const p of n.dependsOn) {
       const from = pos.get(p);
       if (from === undefined || to === undefined) continue;
       root.appendChild(

@@ -111,10 +111,10 @@ export interface WorkflowNode {
   attempt: number | null;
   runs: number;
   pendingDeps: number;
-  /** Not in the nodes route's answer yet: a failed node's error is read from its job meanwhile. */
-  error?: string | null;
-  /** Keys of the nodes this one waits for; the graph view needs them (not in the route's answer yet). */
-  dependsOn?: string[];
+  /** The node's own error, else its current job's last error. */
+  error: string | null;
+  /** Keys of the nodes this one waits for. */
+  dependsOn: string[];
 }
 
 export interface ApiErrorBody {

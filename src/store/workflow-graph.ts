@@ -1,0 +1,34 @@
+/**
+ * The graph side of a workflow's node listing: each listed node's parents (`dependsOn`), read from
+ * `workflow_edges`. Edges are keyed by parent (release reads children), and there is no index by
+ * child; adding one would slow every submit of 100,000 nodes for a read only the listing needs. So
+ * the parents of a page are found from the parent side: the workflow's nodes by `(workflow_id, …)`
+ * index, then each node's edges by primary-key range, kept when the child is on the page. That costs
+ * one pass over the workflow's edges per page: nothing for the drawable workflows (up to a few
+ * hundred nodes) the dashboard asks for, linear for large ones.
+ */
+import type { Queryable } from './pool.ts';
+
+/** Parent keys (sorted) of each of `keys` in `workflowId`; a key without parents maps to `[]`. */
+export async function workflowNodeParents(
+  q: Queryable,
+  workflowId: string,
+  keys: string[],
+): Promise<Map<string, string[]>> {
+  const out = new Map<string, string[]>(keys.map((k) => [k, []]));
+  if (keys.length === 0) return out;
+  const { rows } = await q.query<{ child: string; parents: string[] }>(
+    `WITH page AS (
+       SELECT id, key FROM workflow_nodes WHERE workflow_id = $1 AND key = ANY($2::text[])
+     )
+     SELECT c.key AS child, array_agg(p.key ORDER BY p.key) AS parents
+     FROM workflow_nodes p
+     JOIN workflow_edges e ON e.parent_id = p.id
+     JOIN page c ON c.id = e.child_id
+     WHERE p.workflow_id = $1
+     GROUP BY c.key`,
+    [workflowId, keys],
+  );
+  for (const r of rows) out.set(r.child, r.parents);
+  return out;
+}
