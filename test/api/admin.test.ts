@@ -35,8 +35,13 @@ test('tokens: created by an admin, stored hashed, shown once, revoked at once', 
   assert.ok(!listed.text.includes(token), 'listing never shows a secret');
 
   assert.equal((await api.call('GET', '/v1/jobs', { token })).status === 401, false, 'the new token works');
+  const me = await api.call('GET', '/v1/whoami', { token });
+  assert.deepEqual(me.body, { tokenId: created.body.id, tenantId: 'acme', admin: false });
+  const admin = await api.call<{ tenantId: string | null; admin: boolean }>('GET', '/v1/whoami');
+  assert.deepEqual([admin.body.tenantId, admin.body.admin], [null, true]);
   assert.equal((await api.call('DELETE', `/v1/tokens/${String(created.body.id)}`)).status, 200);
   assert.equal((await api.call('GET', '/v1/tenants', { token })).status, 401, 'revoked token is refused');
+  assert.equal((await api.call('GET', '/v1/whoami', { token })).status, 401);
   assert.equal((await api.call('DELETE', `/v1/tokens/${String(created.body.id)}`)).status, 404);
 
   const badTenant = await api.call('POST', '/v1/tokens', { body: { name: 'x', tenantId: 'nope' } });

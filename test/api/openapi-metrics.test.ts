@@ -39,6 +39,7 @@ const ROUTES = [
   'POST /v1/tokens',
   'GET /v1/tokens',
   'DELETE /v1/tokens/{id}',
+  'GET /v1/whoami',
   'GET /v1/tenants',
   'GET /v1/tenants/{id}',
   'PUT /v1/tenants/{id}',

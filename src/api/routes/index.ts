@@ -6,6 +6,7 @@ import { deadLetterRoutes } from './dead-letter.ts';
 import { jobRoutes } from './jobs.ts';
 import { scheduleRoutes } from './schedules.ts';
 import { workerRoutes } from './workers.ts';
+import { whoamiRoutes } from './whoami.ts';
 import { workflowRoutes } from './workflows.ts';
 
 export type RouteModule = (app: Api, deps: RouteDeps) => void;
@@ -16,5 +17,6 @@ export const routeModules: RouteModule[] = [
   deadLetterRoutes,
   workerRoutes,
   workflowRoutes,
+  whoamiRoutes,
   dashboardRoutes,
 ];
