@@ -19,8 +19,9 @@ test('SIGKILL the leader mid-tick: a standby takes over within TTL + tick, nothi
     nextFireAt: nextWholeSecond(2000),
     misfirePolicy: 'all',
   });
-  // One writer: a tick's two batches go one after the other, so "between them" is a window to hit.
-  const args = ['--writers', '1'];
+  // One writer, 1,000 a batch: a tick's two batches go one after the other, so "between them" is a
+  // window to hit.
+  const args = ['--writers', '1', '--batch-size', '1000'];
   const procs = [startScheduler(db.url, args), startScheduler(db.url, args), startScheduler(db.url, args)];
   const leader = await Promise.any(procs.map(async (p) => (await p.waitFor(/leading epoch=1/), p)));
   const standbys = procs.filter((p) => p !== leader);
