@@ -9,6 +9,7 @@ import type { Logger } from '../log.ts';
 import type { Pool } from '../store/pool.ts';
 import { tokenCountActiveAdmins, tokenFindActiveByHash } from '../store/tokens.ts';
 import { PushExecutor } from '../push/executor.ts';
+import { dashboardWarm } from '../dashboard/serve.ts';
 import { createApiServer } from './server.ts';
 import { tokenHash, tokenMint } from './tokens.ts';
 
@@ -80,6 +81,12 @@ export async function startDevApi(options: {
     logger: options.logger,
     fallbackToFreePort: true,
   });
+  // Bundle the dashboard now, in the background, so the first page load does not wait for esbuild.
+  dashboardWarm().then(
+    (ms) => options.logger.info({ ms: Math.round(ms) }, 'dashboard bundle built'),
+    (error: unknown) =>
+      options.logger.error({ err: error }, 'dashboard bundle failed; retried on first load'),
+  );
   // URL-targeted jobs (the quick start's webhook schedule) need the push executor running too.
   const push = new PushExecutor({ pool: options.pool, log: options.logger });
   push.start();

@@ -1,9 +1,10 @@
 /**
  * The dashboard's static files load in under a second from `tidemark dev`: a real dev process on
  * this file's database, Chromium loading `/`, the figure read from the page's Navigation Timing and
- * printed. The first load includes the one-time esbuild bundle (built on first request), which on
- * a busy 2-core machine measured 1.8–2.3 s against 0.2–0.4 s warm: so the bound is asserted on the
- * warm load, what every later visit costs, and the cold figure is printed, not asserted.
+ * printed. `tidemark dev` bundles the dashboard in the background when it starts (esbuild: 1.8–2.3 s
+ * on a busy 2-core machine, which the first load used to wait for), so the FIRST load is asserted
+ * too, once the process has logged that the bundle is built — as an operator opening the printed URL
+ * would find it.
  */
 import assert from 'node:assert/strict';
 import { mkdtemp } from 'node:fs/promises';
@@ -14,7 +15,7 @@ import { createTestDatabase } from '../support/db.ts';
 import { spawnTidemark } from '../support/processes.ts';
 import { openPage, screenshot } from './browser.ts';
 
-const WARM_BOUND_MS = 1000;
+const BOUND_MS = 1000;
 
 interface Timing {
   loadMs: number;
@@ -25,12 +26,18 @@ test('the dashboard loads from tidemark dev in under a second and signs in with 
   const db = await createTestDatabase();
   const dir = await mkdtemp(join(tmpdir(), 'tidemark-dash-'));
   const dev = spawnTidemark(['dev', '--data-dir', dir], {
-    env: { DATABASE_URL: db.url, TIDEMARK_API_PORT: '0', TIDEMARK_LOG_LEVEL: 'warn' },
+    env: { DATABASE_URL: db.url, TIDEMARK_API_PORT: '0', TIDEMARK_LOG_LEVEL: 'info' },
   });
   try {
     const [, url] = await dev.waitFor(/TIDEMARK_URL=(\S+)/);
     const [, token] = await dev.waitFor(/TIDEMARK_TOKEN=(\S+)/);
     assert.ok(url !== undefined && token !== undefined);
+    const deadline = Date.now() + 30_000;
+    let built: RegExpExecArray | null = null;
+    while ((built = /"ms":(\d+),"msg":"dashboard bundle built"/.exec(dev.stderr)) === null) {
+      assert.ok(Date.now() < deadline, `no bundle log within 30 s:\n${dev.stderr.slice(-2000)}`);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
     const browserPage = await openPage();
     const { page, problems } = browserPage;
     try {
@@ -48,9 +55,10 @@ test('the dashboard loads from tidemark dev in under a second and signs in with 
       const cold = await measure();
       const warm = await measure();
       process.stdout.write(
-        `dashboard load from tidemark dev: cold ${cold.loadMs.toFixed(0)} ms (includes the bundle build), warm ${warm.loadMs.toFixed(0)} ms, ${cold.bytes} bytes\n`,
+        `dashboard load from tidemark dev: bundle built at start in ${built[1]} ms; first load ${cold.loadMs.toFixed(0)} ms, second ${warm.loadMs.toFixed(0)} ms, ${cold.bytes} bytes\n`,
       );
-      assert.ok(warm.loadMs < WARM_BOUND_MS, `warm load took ${warm.loadMs} ms`);
+      assert.ok(cold.loadMs < BOUND_MS, `first load took ${cold.loadMs} ms`);
+      assert.ok(warm.loadMs < BOUND_MS, `second load took ${warm.loadMs} ms`);
 
       await page.getByLabel('API token').fill(token);
       await page.getByRole('button', { name: 'Sign in' }).click();
