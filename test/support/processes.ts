@@ -3,6 +3,7 @@
  * prints, kill it (SIGKILL by default). Every child still running when the file's tests end is killed.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { after } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
@@ -11,7 +12,7 @@ export const BIN = fileURLToPath(new URL('../../bin/tidemark.js', import.meta.ur
 export interface SpawnOptions {
   env?: Record<string, string | undefined>;
   cwd?: string;
-  /** Run under Debian's faketime with this spec, e.g. '-5m' (the process's clock only). */
+  /** Run with libfaketime and this offset, e.g. '-5m': the process's wall clock only. */
   faketime?: string;
   /** Run as this user and group id (the harness runs as root in CI; some tests need a normal user). */
   uid?: number;
@@ -35,11 +36,8 @@ export class TidemarkProcess {
       if (v === undefined) delete env[k];
       else env[k] = v;
     }
-    const [command, commandArgs] =
-      options.faketime === undefined
-        ? [process.execPath, [BIN, ...args]]
-        : ['faketime', ['-f', options.faketime, process.execPath, BIN, ...args]];
-    this.child = spawn(command, commandArgs, {
+    if (options.faketime !== undefined) Object.assign(env, fakeTimeEnv(options.faketime));
+    this.child = spawn(process.execPath, [BIN, ...args], {
       env,
       cwd: options.cwd,
       uid: options.uid,
@@ -81,6 +79,23 @@ export class TidemarkProcess {
     this.child.kill(signal);
     return this.exited;
   }
+}
+
+export const LIBFAKETIME = [
+  '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1',
+  '/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1',
+  '/usr/lib/faketime/libfaketime.so.1',
+].find((p) => existsSync(p));
+
+/**
+ * libfaketime preloaded into node itself rather than the `faketime` wrapper, which runs node as its
+ * child and does not pass signals on: a SIGKILL must reach the process under test.
+ */
+function fakeTimeEnv(spec: string): Record<string, string> {
+  if (LIBFAKETIME === undefined)
+    throw new Error('libfaketime not found: install the Debian package `faketime`');
+  // Only the wall clock moves: monotonic time is what the code under test must keep trusting.
+  return { LD_PRELOAD: LIBFAKETIME, FAKETIME: spec, FAKETIME_DONT_FAKE_MONOTONIC: '1' };
 }
 
 const running = new Set<TidemarkProcess>();
