@@ -134,3 +134,34 @@ test('/metrics includes the in-process scheduler and worker metrics handed over 
   const after = await (await fetch(`${api.url}/metrics`)).text();
   assert.doesNotMatch(after, /^tidemark_scheduler_epoch 7$/m);
 });
+
+test('/metrics: the schedule lag histogram counts each scheduled occurrence of the ledger once', async () => {
+  const s = await api.call<{ id: string }>('POST', '/v1/schedules', {
+    body: { name: 'ledger-lag', spec: '0 0 1 1 *', target: { queue: 'q', kind: 'k' } },
+  });
+  const count = async (): Promise<{ total: number; under1s: number }> => {
+    const text = await (await fetch(`${api.url}/metrics`)).text();
+    const read = (le: string): number =>
+      Number(
+        new RegExp(`^tidemark_schedule_lag_histogram_seconds_bucket\\{le="${le}"\\} (\\d+)$`, 'm').exec(
+          text,
+        )?.[1],
+      );
+    return { total: read('\\+Inf'), under1s: read('1') };
+  };
+  const before = await count();
+  // Three scheduled occurrences 0.2 s, 0.7 s and 4 s late, and a trigger-now one, which is never late.
+  await api.db.pool.query(
+    `INSERT INTO occurrences (schedule_id, fire_at, state, materialised_at, source)
+     VALUES ($1, '2026-01-01T00:00:00Z', 'enqueued', '2026-01-01T00:00:00.2Z', 'schedule'),
+            ($1, '2026-01-02T00:00:00Z', 'enqueued', '2026-01-02T00:00:00.7Z', 'schedule'),
+            ($1, '2026-01-03T00:00:00Z', 'enqueued', '2026-01-03T00:00:04Z', 'schedule'),
+            ($1, '2026-01-04T00:00:00Z', 'enqueued', '2026-01-04T00:01:00Z', 'trigger')`,
+    [s.body.id],
+  );
+  const after = await count();
+  assert.equal(after.total - before.total, 3);
+  assert.equal(after.under1s - before.under1s, 2);
+  const again = await count();
+  assert.deepEqual(again, after, 'a second scrape counts nothing twice');
+});
