@@ -12,7 +12,21 @@ export interface PoolOptions {
   connectionString: string;
   max?: number;
   applicationName?: string;
+  /**
+   * How long opening a connection (TCP, TLS, startup) or waiting for a free one may take before the
+   * caller gets an error. Without it, a database whose packets are dropped leaves the caller waiting
+   * for as long as the kernel retries the SYN/data (minutes), so the API could not answer 503.
+   * It also bounds the wait for a free connection when all `max` are busy. It does not bound a query
+   * on a connection that was already open when the packets stopped: keepalive (below) ends those.
+   */
+  connectionTimeoutMs?: number;
+  /** Idle time before TCP keepalive probes start, so a silently dead connection is noticed and dropped. */
+  keepAliveInitialDelayMs?: number;
 }
+
+/** Generous against a loaded machine (connects take milliseconds), short against a hung request. */
+export const DEFAULT_CONNECTION_TIMEOUT_MS = 10_000;
+export const DEFAULT_KEEPALIVE_INITIAL_DELAY_MS = 10_000;
 
 // bigint (int8) columns come back as strings by default; job and occurrence ids stay far below 2^53,
 // so reading them as numbers keeps every row type plain.
@@ -23,6 +37,9 @@ export function createPool(options: PoolOptions): Pool {
     connectionString: options.connectionString,
     max: options.max ?? 10,
     application_name: options.applicationName ?? 'tidemark',
+    connectionTimeoutMillis: options.connectionTimeoutMs ?? DEFAULT_CONNECTION_TIMEOUT_MS,
+    keepAlive: true,
+    keepAliveInitialDelayMillis: options.keepAliveInitialDelayMs ?? DEFAULT_KEEPALIVE_INITIAL_DELAY_MS,
   });
   // An idle client losing its connection (server restart, network cut) must not crash the process;
   // the next query on the pool gets a fresh connection or a real error.
