@@ -17,7 +17,8 @@ export interface PoolOptions {
    * caller gets an error. Without it, a database whose packets are dropped leaves the caller waiting
    * for as long as the kernel retries the SYN/data (minutes), so the API could not answer 503.
    * It also bounds the wait for a free connection when all `max` are busy. It does not bound a query
-   * on a connection that was already open when the packets stopped: keepalive (below) ends those.
+   * on a connection that was already open when the packets stopped: keepalive (below) ends those,
+   * but only after its probes go unanswered (Linux defaults: 9 probes 75 s apart after the delay).
    */
   connectionTimeoutMs?: number;
   /** Idle time before TCP keepalive probes start, so a silently dead connection is noticed and dropped. */
