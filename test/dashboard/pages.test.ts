@@ -283,7 +283,7 @@ test('workflows: open a failed workflow, see its failed node and error, resume i
     const graph = page.getByRole('img', { name: 'Workflow graph: 3 nodes in 3 columns' });
     await graph.waitFor();
     assert.equal(await graph.locator('g.node').count(), 3);
-    assert.equal(await graph.locator('line.edge').count(), 3);
+    assert.equal(await graph.locator('.edge').count(), 3);
     assert.deepEqual(await graph.locator('g.node-failed title').allTextContents(), ['extract: failed']);
     // Every other node drawn in the state class the database holds for it.
     const others = await api.db.pool.query<{ key: string; state: string }>(

@@ -32,6 +32,21 @@ export function layers(nodes: WorkflowNode[]): Map<string, number> {
   return depth;
 }
 
+/**
+ * An edge from a parent's right side to a child's left side. One that skips columns would run
+ * straight under the boxes in between (drawn on top), so it leaves the parent, runs along the
+ * gap above the parent's row to the child's column, and enters the child from there.
+ */
+function edgePoints(from: { x: number; y: number }, to: { x: number; y: number }): string {
+  const start = `${from.x + NODE_W},${from.y + NODE_H / 2}`;
+  const end = `${to.x},${to.y + NODE_H / 2}`;
+  if (to.x - from.x <= COL) return `${start} ${end}`;
+  const gapY = from.y - (ROW - NODE_H) / 2;
+  const outX = from.x + NODE_W + (COL - NODE_W) / 2;
+  const inX = to.x - (COL - NODE_W) / 2;
+  return `${start} ${outX},${gapY} ${inX},${gapY} ${end}`;
+}
+
 export function workflowGraph(nodes: WorkflowNode[]): HTMLElement {
   const depth = layers(nodes);
   const columns: WorkflowNode[][] = [];
@@ -54,15 +69,7 @@ export function workflowGraph(nodes: WorkflowNode[]): HTMLElement {
     for (const p of n.dependsOn) {
       const from = pos.get(p);
       if (from === undefined || to === undefined) continue;
-      root.appendChild(
-        svg('line', {
-          x1: from.x + NODE_W,
-          y1: from.y + NODE_H / 2,
-          x2: to.x,
-          y2: to.y + NODE_H / 2,
-          class: 'edge',
-        }),
-      );
+      root.appendChild(svg('polyline', { points: edgePoints(from, to), class: 'edge' }));
     }
   }
   for (const n of nodes) {
