@@ -69,20 +69,18 @@ async function clusterTick(ctx: PageContext, body: HTMLElement): Promise<void> {
   const lag = samplesNamed(samples, 'tidemark_schedule_lag_seconds')[0]?.value ?? 0;
   const now = Date.now();
   const buckets = histogramBuckets(samples, LAG_HISTOGRAM);
-  let p50: number | null;
-  let p99: number | null;
-  let source: string;
-  if (buckets !== null) {
-    const delta = bucketsDelta(buckets, lastBuckets);
-    lastBuckets = buckets;
-    p50 = quantile(0.5, delta);
-    p99 = quantile(0.99, delta);
-    source = 'lateness of the occurrences materialised between scrapes';
-  } else {
+  const delta = buckets === null ? null : bucketsDelta(buckets, lastBuckets);
+  lastBuckets = buckets;
+  let p50 = delta === null ? null : quantile(0.5, delta);
+  let p99 = delta === null ? null : quantile(0.99, delta);
+  let source = 'lateness of the occurrences materialised between scrapes';
+  // No histogram, or nothing materialised since the last scrape: the lag gauge (the age of the oldest
+  // due schedule not yet materialised) is then the lateness the next occurrence will have at least.
+  if (p50 === null || p99 === null) {
     const window = [...history.slice(-(WINDOW - 1)).map((p) => p.lag), lag];
     p50 = quantileOf(0.5, window);
     p99 = quantileOf(0.99, window);
-    source = `the lag gauge sampled every ${POLL_MS / 1000} s, over the last ${WINDOW} samples`;
+    source = `the lag gauge, sampled every ${POLL_MS / 1000} s over the last ${WINDOW} samples (no occurrence was materialised between these scrapes)`;
   }
   history.push({ t: now, lag, p50, p99 });
   if (history.length > KEEP) history.splice(0, history.length - KEEP);
