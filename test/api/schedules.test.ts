@@ -176,3 +176,33 @@ test("tenant isolation: every schedule route answers 404 for another tenant's sc
   assert.equal(forOther.status, 404);
   assert.equal(await databaseSnapshot(api.db), before);
 });
+
+test('a stored spec that no longer compiles is shown with its error, not a 500, and can be fixed', async () => {
+  const created = await api.call<{ id: string }>('POST', '/v1/schedules', {
+    body: { name: 'zone-withdrawn', spec: '0 9 * * *', target: { queue: 'q', kind: 'k' } },
+  });
+  // As if the tz database had dropped the zone after the schedule was registered.
+  await api.db.pool.query("UPDATE schedules SET time_zone = 'Mars/Olympus_Mons' WHERE id = $1", [
+    created.body.id,
+  ]);
+
+  const shown = await api.call<{ compiled: unknown; specError: string | null; nextFireTimes: string[] }>(
+    'GET',
+    `/v1/schedules/${created.body.id}`,
+  );
+  assert.equal(shown.status, 200);
+  assert.equal(shown.body.compiled, null);
+  assert.match(shown.body.specError ?? '', /Mars\/Olympus_Mons/);
+  assert.deepEqual(shown.body.nextFireTimes, []);
+  const listed = await api.call<{ items: { id: string }[] }>('GET', '/v1/schedules');
+  assert.equal(listed.status, 200);
+  assert.ok(listed.body.items.some((s) => s.id === created.body.id));
+
+  const fixed = await api.call<{ compiled: { canonical: string } | null }>(
+    'PATCH',
+    `/v1/schedules/${created.body.id}`,
+    { body: { timeZone: 'Europe/Berlin' } },
+  );
+  assert.equal(fixed.status, 200);
+  assert.equal(fixed.body.compiled?.canonical, '0 9 * * *');
+});

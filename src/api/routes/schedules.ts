@@ -6,6 +6,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
 import { compileRow } from '../../scheduler/plan.ts';
+import { SpecError, type CompiledSchedule } from '../../schedule/index.ts';
 import {
   ScheduleInputError,
   ScheduleNotFoundError,
@@ -92,11 +93,17 @@ const ScheduleSchema = Type.Object({
   tenantId: Type.String(),
   name: Type.String(),
   spec: Type.String(),
-  compiled: Type.Object({
-    kind: Type.String(),
-    canonical: Type.String({ description: 'what the spec compiled to' }),
-    description: Type.String(),
-    timeZone: Type.String(),
+  compiled: Type.Union([
+    Type.Object({
+      kind: Type.String(),
+      canonical: Type.String({ description: 'what the spec compiled to' }),
+      description: Type.String(),
+      timeZone: Type.String(),
+    }),
+    Type.Null(),
+  ]),
+  specError: Type.Union([Type.String(), Type.Null()], {
+    description: 'why the stored spec no longer compiles; such a schedule does not fire until edited',
   }),
   nextFireTimes: Type.Array(Type.String({ format: 'date-time' }), {
     description: 'the next five nominal fire times',
@@ -138,11 +145,26 @@ const OccurrenceSchema = Type.Object({
   materialisedAt: Type.String({ format: 'date-time' }),
 });
 
+/**
+ * A stored spec can stop compiling (a zone withdrawn from the tz database, a grammar change): the
+ * scheduler records that as specError and stops firing it, and the API still shows the schedule,
+ * with the error instead of a compiled form, so it can be seen and edited.
+ */
+function compileStored(row: ScheduleRow): CompiledSchedule | { error: string } {
+  try {
+    return compileRow(row);
+  } catch (error) {
+    if (error instanceof SpecError) return { error: error.message };
+    throw error;
+  }
+}
+
 function scheduleJson(row: ScheduleRow, now: Date) {
-  const compiled = compileRow(row);
+  const stored = compileStored(row);
+  const compiled = 'error' in stored ? null : stored;
   const times: string[] = [];
-  let at: Date | null = row.nextFireAt ?? compiled.nextAfter(now);
-  while (at !== null && times.length < NEXT_FIRE_TIMES) {
+  let at: Date | null = compiled === null ? null : (row.nextFireAt ?? compiled.nextAfter(now));
+  while (compiled !== null && at !== null && times.length < NEXT_FIRE_TIMES) {
     times.push(at.toISOString());
     at = compiled.nextAfter(at);
   }
@@ -155,12 +177,16 @@ function scheduleJson(row: ScheduleRow, now: Date) {
     tenantId: row.tenantId,
     name: row.name,
     spec: row.spec,
-    compiled: {
-      kind: compiled.kind,
-      canonical: compiled.canonical,
-      description: compiled.description,
-      timeZone: compiled.timeZone,
-    },
+    compiled:
+      compiled === null
+        ? null
+        : {
+            kind: compiled.kind,
+            canonical: compiled.canonical,
+            description: compiled.description,
+            timeZone: compiled.timeZone,
+          },
+    specError: 'error' in stored ? stored.error : row.specError,
     nextFireTimes: times,
     timeZone: row.timeZone,
     dstGap: row.dstGap,

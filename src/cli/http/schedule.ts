@@ -9,7 +9,8 @@ interface Schedule {
   name: string;
   tenantId: string;
   spec: string;
-  compiled: { canonical: string; description: string };
+  compiled: { canonical: string; description: string } | null;
+  specError: string | null;
   nextFireTimes: string[];
   target: { queue: string; kind: string; url?: string };
   paused: boolean;
@@ -24,8 +25,8 @@ function show(s: Schedule): string {
     ['name', s.name],
     ['tenant', s.tenantId],
     ['spec', s.spec],
-    ['compiled', s.compiled.canonical],
-    ['means', s.compiled.description],
+    ['compiled', s.compiled?.canonical ?? '—'],
+    ['means', s.compiled?.description ?? `not firing: ${s.specError ?? 'the spec does not compile'}`],
     ['target', s.target.url ?? `${s.target.queue}/${s.target.kind}`],
     ['paused', s.paused],
     ['version', s.version],

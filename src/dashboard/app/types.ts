@@ -62,7 +62,9 @@ export interface Schedule {
   tenantId: string;
   name: string;
   spec: string;
-  compiled: { kind: string; canonical: string; description: string; timeZone: string };
+  /** Null when the stored spec no longer compiles; specError then says why. */
+  compiled: { kind: string; canonical: string; description: string; timeZone: string } | null;
+  specError: string | null;
   nextFireTimes: string[];
   timeZone: string;
   misfire: { policy: string; cap: number; startingDeadlineMs: number | null };

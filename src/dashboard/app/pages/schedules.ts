@@ -186,14 +186,14 @@ function createdSummary(s: Schedule): HTMLElement {
       'Created ',
       h('a', { href: `#/schedules/${s.id}` }, s.name),
       ': ',
-      h('strong', {}, s.compiled.description),
+      h('strong', {}, meaning(s)),
     ),
     h(
       'p',
       {},
       'Compiled to ',
-      h('code', {}, s.compiled.canonical),
-      ` (${s.compiled.kind}, ${s.compiled.timeZone})`,
+      h('code', {}, s.compiled?.canonical ?? '—'),
+      s.compiled === null ? '' : ` (${s.compiled.kind}, ${s.compiled.timeZone})`,
     ),
     h('h3', {}, 'Next fire times'),
     fireTimes(s.nextFireTimes),
@@ -264,7 +264,7 @@ function renderList(
       ['Name', 'When', 'Zone', 'Next fire (UTC)', 'Next fire (local)', 'State', 'Actions'],
       items.map((s) => [
         h('a', { href: `#/schedules/${s.id}` }, s.name),
-        h('span', {}, h('code', {}, s.spec), h('br'), h('small', {}, s.compiled.description)),
+        h('span', {}, h('code', {}, s.spec), h('br'), h('small', {}, meaning(s))),
         s.timeZone,
         s.paused ? '—' : utc(s.nextFireAt),
         s.paused ? '—' : local(s.nextFireAt),
@@ -323,8 +323,8 @@ async function schedulePage(ctx: PageContext, id: string): Promise<void> {
         'dl',
         { class: 'facts' },
         fact('Spec', h('code', {}, s.spec)),
-        fact('Means', s.compiled.description),
-        fact('Compiled', h('code', {}, s.compiled.canonical)),
+        fact('Means', meaning(s)),
+        fact('Compiled', h('code', {}, s.compiled?.canonical ?? '—')),
         fact('Zone', s.timeZone),
         fact('Target', s.target.url ?? `${s.target.queue} / ${s.target.kind}`),
         fact(
@@ -370,4 +370,9 @@ async function schedulePage(ctx: PageContext, id: string): Promise<void> {
 
 function fact(term: string, value: Node | string): HTMLElement[] {
   return [h('dt', {}, term), h('dd', {}, value)];
+}
+
+/** What the schedule means, or why it does not fire: its stored spec no longer compiles. */
+function meaning(s: Schedule): string {
+  return s.compiled?.description ?? `Not firing: ${s.specError ?? 'the spec does not compile'}`;
 }
