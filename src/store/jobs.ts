@@ -245,6 +245,9 @@ export async function jobClaimBatch(db: Queryable, p: JobClaimParams): Promise<J
         FROM room r CROSS JOIN LATERAL (
           SELECT j.id, j.tenant_id, j.priority, j.run_at FROM jobs j
           WHERE j.queue = $1 AND j.tenant_id = r.tenant_id AND j.state = 'available' AND j.run_at <= now()
+            -- buffer_one (0008): a buffered job waits until its predecessor has finished (or is gone).
+            -- Filtered in the scan, so the jobs behind it are still taken.
+            AND (j.after_job_id IS NULL OR tidemark_job_finished(j.after_job_id))
           ORDER BY j.priority DESC, j.run_at, j.id
           LIMIT greatest(0, least((SELECT k FROM share), r.room))
           -- Locked while scanning, so rows another worker holds are skipped and the scan goes on

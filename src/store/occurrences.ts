@@ -84,7 +84,7 @@ export async function occurrenceMaterialise(
              SELECT NULL::bigint WHERE $1::text IS NULL
            ), input AS (
              SELECT i.*, s.queue, s.kind, s.tenant_id, s.payload, s.priority, s.max_attempts, s.timeout_ms,
-                    a.epoch
+                    s.overlap_policy, a.epoch
                FROM unnest($4::uuid[], $5::integer[], $6::timestamptz[], $7::text[], $8::text[],
                            $9::timestamptz[], $10::text[], $11::text[], $12::boolean[])
                     AS i(schedule_id, version, fire_at, state, reason, run_at, idempotency_key, source, cancel_previous)
@@ -110,12 +110,20 @@ export async function occurrenceMaterialise(
              RETURNING schedule_id, fire_at, source, job_id
            ), job AS (
              INSERT INTO jobs (id, queue, kind, tenant_id, payload, priority, state, run_at, max_attempts,
-                               timeout_ms, idempotency_key, schedule_id)
+                               timeout_ms, idempotency_key, schedule_id, after_job_id)
              OVERRIDING SYSTEM VALUE
              SELECT o.job_id, i.queue, i.kind, i.tenant_id, i.payload, i.priority,
                     CASE WHEN i.run_at > clock_timestamp() THEN 'scheduled' ELSE 'available' END,
                     i.run_at, COALESCE(i.max_attempts, q.max_attempts, 4), COALESCE(i.timeout_ms, q.timeout_ms),
-                    i.idempotency_key, i.schedule_id
+                    i.idempotency_key, i.schedule_id,
+                    -- buffer_one: a scheduled occurrence enqueued while the schedule still has a job
+                    -- queued or running was buffered (decideOverlap); it waits for the latest such job,
+                    -- which the claim checks. The statement's snapshot does not see the job being
+                    -- inserted here. jobs_schedule_active_idx (0002) serves the lookup.
+                    CASE WHEN i.overlap_policy = 'buffer_one' AND i.source = 'schedule' THEN
+                      (SELECT max(p.id) FROM jobs p
+                        WHERE p.schedule_id = i.schedule_id AND p.state IN ('scheduled', 'available', 'running'))
+                    END
                FROM occ o
                JOIN input i ON i.schedule_id = o.schedule_id AND i.fire_at = o.fire_at AND i.source = o.source
                LEFT JOIN queues q ON q.name = i.queue
