@@ -6,15 +6,14 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { pino } from 'pino';
 import { FakeClock } from '../../src/clock.ts';
 import { Client } from '../../src/index.ts';
-import { Scheduler } from '../../src/scheduler/scheduler.ts';
 import { jobClaimBatch } from '../../src/store/jobs.ts';
 import type { Pool } from '../../src/store/pool.ts';
 import { createTestDatabase } from '../support/db.ts';
 import { deferred, startWorker, waitUntil } from '../worker/support.ts';
 import { sleep } from './processes.ts';
+import { fakeClockScheduler } from './helpers.ts';
 
 // Two minutes back, so every fire time of the test is in the database's past (jobs start available).
 const T0 = new Date(Math.floor(Date.now() / 60_000) * 60_000 - 120_000);
@@ -62,15 +61,7 @@ test('buffer_one: the buffered job waits for the running one, other jobs of the 
     slow: (ctx) => record(ctx.jobId, 'slow', slowRuns++ === 0 ? release.promise : Promise.resolve()),
     fast: (ctx) => record(ctx.jobId, 'fast', Promise.resolve()),
   });
-  const scheduler = new Scheduler({
-    pool: db.pool,
-    log: pino({ level: 'silent' }),
-    clock,
-    timeSource: 'host',
-    tickMs: 20,
-    renewEveryMs: 100,
-    leaseTtlMs: 60_000,
-  });
+  const scheduler = fakeClockScheduler(db.pool, clock);
   const scheduleJobs = async (
     n: number,
   ): Promise<{ id: number; after_job_id: number | null }[] | undefined> => {

@@ -5,11 +5,9 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { pino } from 'pino';
 import { FakeClock } from '../../src/clock.ts';
-import { Scheduler } from '../../src/scheduler/scheduler.ts';
 import { createTestDatabase } from '../support/db.ts';
-import { insertSchedules } from './helpers.ts';
+import { insertSchedules, fakeClockScheduler } from './helpers.ts';
 import { sleep } from './processes.ts';
 
 const T0 = new Date(Math.floor(Date.now() / 60_000) * 60_000);
@@ -25,15 +23,7 @@ test('injected clock: back 5 min re-fires nothing; forward 10 min applies all / 
       misfirePolicy: policy,
     });
   }
-  const scheduler = new Scheduler({
-    pool: db.pool,
-    log: pino({ level: 'silent' }),
-    clock,
-    timeSource: 'host',
-    tickMs: 20,
-    renewEveryMs: 100,
-    leaseTtlMs: 60_000,
-  });
+  const scheduler = fakeClockScheduler(db.pool, clock);
   const count = async (): Promise<Record<string, Record<string, number>>> => {
     const { rows } = await db.pool.query<{ policy: string; state: string; n: number }>(
       `SELECT s.misfire_policy AS policy, o.state, count(*)::int AS n

@@ -1,5 +1,8 @@
 /** Shared by the scheduler tests: schedule factories and ledger checks asserted on the database. */
 import assert from 'node:assert/strict';
+import { pino } from 'pino';
+import type { Clock } from '../../src/clock.ts';
+import { Scheduler, type SchedulerOptions } from '../../src/scheduler/scheduler.ts';
 import type { Pool } from '../../src/store/pool.ts';
 
 /** Inserts `count` schedules straight into the table (as many clients would have), due at `nextFireAt`. */
@@ -71,4 +74,25 @@ export async function assertLedgerConsistent(pool: Pool, stepMs: number | null):
             (SELECT count(*) FROM jobs)::int AS jobs`,
   );
   return totals.rows[0] as LedgerCheck;
+}
+
+/**
+ * An in-process scheduler on a fake clock: host time source so the clock drives it, fast ticks, and a
+ * lease long enough never to lapse while the test holds the clock still.
+ */
+export function fakeClockScheduler(
+  pool: Pool,
+  clock: Clock,
+  options: Partial<SchedulerOptions> = {},
+): Scheduler {
+  return new Scheduler({
+    pool,
+    log: pino({ level: 'silent' }),
+    clock,
+    timeSource: 'host',
+    tickMs: 20,
+    renewEveryMs: 100,
+    leaseTtlMs: 60_000,
+    ...options,
+  });
 }

@@ -4,13 +4,12 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { pino } from 'pino';
 import { FakeClock } from '../../src/clock.ts';
 import { Client } from '../../src/index.ts';
 import { jitterOffsetMs } from '../../src/schedule/index.ts';
-import { Scheduler } from '../../src/scheduler/scheduler.ts';
 import { createTestDatabase } from '../support/db.ts';
 import { sleep } from './processes.ts';
+import { fakeClockScheduler } from './helpers.ts';
 
 // Two minutes back, so every fire time of the test is in the database's past (jobs start available).
 const T0 = new Date(Math.floor(Date.now() / 60_000) * 60_000 - 120_000);
@@ -38,15 +37,7 @@ test('overlap forbid / replace / buffer_one and jitter, with the previous run st
     target,
     anchor: T0,
   });
-  const scheduler = new Scheduler({
-    pool: db.pool,
-    log: pino({ level: 'silent' }),
-    clock,
-    timeSource: 'host',
-    tickMs: 20,
-    renewEveryMs: 100,
-    leaseTtlMs: 60_000,
-  });
+  const scheduler = fakeClockScheduler(db.pool, clock);
   const settle = async (n: number): Promise<void> => {
     for (let i = 0; i < 100; i++) {
       const { rows } = await db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM occurrences');

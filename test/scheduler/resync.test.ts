@@ -5,25 +5,17 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { pino } from 'pino';
 import { FakeClock } from '../../src/clock.ts';
-import { Scheduler } from '../../src/scheduler/scheduler.ts';
 import { createTestDatabase } from '../support/db.ts';
 import { sleep } from './processes.ts';
+import { fakeClockScheduler } from './helpers.ts';
 
 const T0 = new Date(Math.floor(Date.now() / 60_000) * 60_000 - 120_000);
 
 test('a schedule whose notification was lost is picked up by the resync and fires', async () => {
   const db = await createTestDatabase();
   const clock = new FakeClock(T0);
-  const scheduler = new Scheduler({
-    pool: db.pool,
-    log: pino({ level: 'silent' }),
-    clock,
-    timeSource: 'host',
-    tickMs: 20,
-    renewEveryMs: 100,
-    leaseTtlMs: 60_000,
+  const scheduler = fakeClockScheduler(db.pool, clock, {
     resyncMs: 300,
   });
   try {
