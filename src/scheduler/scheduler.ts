@@ -86,7 +86,7 @@ export const SCHEDULER_DEFAULTS = {
   // all 5,000 written, median 816 ms at 2 × 2,500 vs 1,225 ms at 4 × 1,000 (0.67×); 5 × 1,000 (one
   // pop) was no better, so the gain is fewer statements contending for the cores. At steady load
   // (30,000 a minute) a tick writes ~25 rows, so these only shape bursts. A 2,500-row statement
-  // holds the lease row's share lock (renewals wait) ~0.5 s under that load, far inside the TTL.
+  // holds the lease row key-share lock ~0.5 s under that load; renewals pass it (0009), takeovers wait.
   batchSize: 2_500,
   writers: 2,
   resyncMs: 30_000,

@@ -73,11 +73,12 @@ export async function occurrenceMaterialise(
   }>({
     name: 'occurrenceMaterialise',
     text: `WITH fence AS (
-             -- FOR SHARE: a standby's leaseAcquire (an UPDATE of this row) waits until this statement
-             -- commits, so the epoch cannot change between this check and the writes below.
+             -- FOR KEY SHARE: a standby's leaseAcquire changes the epoch (a key column, 0009) and so
+             -- waits until this statement commits; the epoch cannot change between this check and the
+             -- writes below. Our own renewals change only the expiry and pass.
              SELECT epoch FROM leases
               WHERE name = $1 AND holder = $2 AND epoch = $3 AND expires_at > clock_timestamp()
-              FOR SHARE
+              FOR KEY SHARE
            ), allowed AS (
              SELECT epoch FROM fence
              UNION ALL

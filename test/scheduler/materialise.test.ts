@@ -103,3 +103,40 @@ test('a second write of the same occurrence is a counted conflict; stale version
   const jobs = await db.pool.query('SELECT 1 FROM jobs WHERE schedule_id = ANY($1::uuid[])', [[a, b, c]]);
   assert.equal(jobs.rowCount, 2);
 });
+
+test('a fenced write in flight lets its own renewals through but holds a takeover until it commits', async () => {
+  const [id] = await insertSchedules(db.pool, 1, { spec: '* * * * *', nextFireAt: FIRE, prefix: 'lock' });
+  assert.ok(id !== undefined);
+  const term = await leaseAcquire(db.pool, 'lock', 'leader', 60_000);
+  assert.ok(term !== null);
+  const writer = await db.pool.connect();
+  const other = await db.pool.connect();
+  try {
+    await writer.query('BEGIN');
+    const written = await occurrenceMaterialise(
+      writer,
+      { lease: 'lock', holder: 'leader', epoch: term.epoch },
+      [item(id)],
+      [],
+    );
+    assert.equal(written.inserted, 1);
+    // The write is open and holds its lock. A renewal must not wait for it (lock_timeout makes a
+    // wait an error rather than a hang).
+    await other.query("SET lock_timeout = '2s'");
+    assert.equal((await leaseRenew(other, 'lock', 'leader', term.epoch, 60_000))?.epoch, term.epoch);
+    // Expire the term, as if the leader had stalled; a standby's takeover now has to wait.
+    await other.query(
+      "UPDATE leases SET expires_at = clock_timestamp() - interval '1 second' WHERE name = 'lock'",
+    );
+    await other.query("SET lock_timeout = '300ms'");
+    await assert.rejects(leaseAcquire(other, 'lock', 'standby', 60_000), /lock timeout/);
+    await other.query("SET lock_timeout = '5s'");
+    const takeover = leaseAcquire(other, 'lock', 'standby', 60_000);
+    await writer.query('COMMIT');
+    assert.equal((await takeover)?.epoch, term.epoch + 1);
+  } finally {
+    await other.query('RESET lock_timeout');
+    writer.release();
+    other.release();
+  }
+});
