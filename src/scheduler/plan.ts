@@ -92,7 +92,9 @@ export function planSchedule(
       cancelPrevious: false,
     });
   }
-  let running = (activity?.running ?? 0) > 0;
+  // A run awaiting its retry has begun and not finished: it blocks like a running one.
+  let running = (activity?.running ?? 0) + (activity?.retrying ?? 0) > 0;
+  const busyAs = (activity?.running ?? 0) > 0 ? 'running' : 'awaiting a retry';
   let waiting = activity?.waiting ?? 0;
   for (const fireAt of plan.run) {
     const decision = decideOverlap(row.overlapPolicy, { previousRunning: running, waiting });
@@ -101,7 +103,7 @@ export function planSchedule(
         ...base,
         fireAt,
         state: 'skipped',
-        reason: `overlap policy ${row.overlapPolicy}: the previous run is still ${running ? 'running' : 'queued'}`,
+        reason: `overlap policy ${row.overlapPolicy}: the previous run is still ${running ? busyAs : 'queued'}`,
         runAt: null,
         idempotencyKey: null,
         cancelPrevious: false,

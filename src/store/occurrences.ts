@@ -118,12 +118,13 @@ export async function occurrenceMaterialise(
                     i.run_at, COALESCE(i.max_attempts, q.max_attempts, 4), COALESCE(i.timeout_ms, q.timeout_ms),
                     i.idempotency_key, i.schedule_id,
                     -- buffer_one: a scheduled occurrence enqueued while the schedule still has a job
-                    -- queued or running was buffered (decideOverlap); it waits for the latest such job,
-                    -- which the claim checks. The statement's snapshot does not see the job being
-                    -- inserted here. jobs_schedule_active_idx (0002) serves the lookup.
+                    -- queued, running or awaiting a retry was buffered (decideOverlap); it waits for
+                    -- the latest such job, which the claim checks. The statement's snapshot does not
+                    -- see the job being inserted here. jobs_schedule_active_idx (0010) serves the lookup.
                     CASE WHEN i.overlap_policy = 'buffer_one' AND i.source = 'schedule' THEN
                       (SELECT max(p.id) FROM jobs p
-                        WHERE p.schedule_id = i.schedule_id AND p.state IN ('scheduled', 'available', 'running'))
+                        WHERE p.schedule_id = i.schedule_id
+                          AND p.state IN ('scheduled', 'available', 'running', 'failed'))
                     END
                FROM occ o
                JOIN input i ON i.schedule_id = o.schedule_id AND i.fire_at = o.fire_at AND i.source = o.source
@@ -132,6 +133,7 @@ export async function occurrenceMaterialise(
              RETURNING id
            ), cancelled AS (
              -- The new job is not visible to this UPDATE (same snapshot), so only earlier ones match.
+             -- A job awaiting its retry ('failed') is not running, so it is cancelled outright.
              UPDATE jobs j
                 SET state = CASE WHEN j.state = 'running' THEN j.state ELSE 'cancelled' END,
                     finished_at = CASE WHEN j.state = 'running' THEN j.finished_at ELSE clock_timestamp() END,
@@ -139,7 +141,7 @@ export async function occurrenceMaterialise(
               WHERE j.schedule_id IN (SELECT i.schedule_id FROM input i JOIN occ o
                                         ON i.schedule_id = o.schedule_id AND i.fire_at = o.fire_at
                                        WHERE i.cancel_previous)
-                AND j.state IN ('scheduled', 'available', 'running')
+                AND j.state IN ('scheduled', 'available', 'running', 'failed')
              RETURNING j.id
            ), advance AS (
              UPDATE schedules s

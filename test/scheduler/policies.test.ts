@@ -107,3 +107,65 @@ test('overlap forbid / replace / buffer_one and jitter, with the previous run st
     );
   }
 });
+
+test('a previous run that failed and awaits its retry still counts as busy', async () => {
+  const db = await createTestDatabase();
+  const clock = new FakeClock(T0);
+  const client = new Client({ pool: db.pool, clock });
+  const target = { queue: 'q', kind: 'k' };
+  for (const overlap of ['forbid', 'replace', 'buffer_one'] as const) {
+    await client.schedules.create({ name: overlap, spec: 'every 10s', overlap, target, anchor: T0 });
+  }
+  const scheduler = fakeClockScheduler(db.pool, clock);
+  const settle = async (n: number): Promise<void> => {
+    for (let i = 0; i < 100; i++) {
+      const { rows } = await db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM occurrences');
+      if (rows[0]!.n >= n) return;
+      await sleep(50);
+    }
+    assert.fail(`fewer than ${n} occurrences`);
+  };
+  try {
+    await scheduler.start();
+    while (!scheduler.isLeader) await sleep(20);
+    clock.advance(10_000);
+    await settle(3);
+    // Each first run failed its first attempt and waits out its retry backoff, as a worker leaves it.
+    await db.pool.query(
+      "UPDATE jobs SET state = 'failed', attempt = 1, run_at = now() + interval '1 hour', started_at = now()",
+    );
+    clock.advance(10_000);
+    await settle(6);
+  } finally {
+    await scheduler.stop();
+  }
+  const { rows } = await db.pool.query<{
+    name: string;
+    state: string;
+    job_id: number | null;
+    job_state: string | null;
+    after_job_id: number | null;
+  }>(
+    `SELECT s.name, o.state, j.id::int AS job_id, j.state AS job_state, j.after_job_id::int AS after_job_id
+       FROM occurrences o JOIN schedules s ON s.id = o.schedule_id LEFT JOIN jobs j ON j.id = o.job_id
+      ORDER BY s.name, o.fire_at`,
+  );
+  const by = (name: string): [string, string | null][] =>
+    rows.filter((r) => r.name === name).map((r) => [r.state, r.job_state]);
+  assert.deepEqual(by('forbid'), [
+    ['enqueued', 'failed'],
+    ['skipped', null],
+  ]);
+  // replace: the retry is cancelled (it is not running, so nothing needs to be asked to stop).
+  assert.deepEqual(by('replace'), [
+    ['enqueued', 'cancelled'],
+    ['enqueued', 'available'],
+  ]);
+  // buffer_one: the new job waits for the failed one to finish its retries.
+  const buffer = rows.filter((r) => r.name === 'buffer_one');
+  assert.deepEqual(by('buffer_one'), [
+    ['enqueued', 'failed'],
+    ['enqueued', 'available'],
+  ]);
+  assert.equal(buffer[1]!.after_job_id, buffer[0]!.job_id, 'buffered behind the job awaiting its retry');
+});
