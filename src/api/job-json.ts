@@ -1,5 +1,5 @@
 /** The JSON shape of a job (and its attempts) in every API response. */
-import { Type } from '@sinclair/typebox';
+import { Type, type Static } from '@sinclair/typebox';
 import type { JobAttemptRow } from '../store/job-attempts.ts';
 import type { JobRow } from '../store/jobs.ts';
 
@@ -32,6 +32,13 @@ export const JobSchema = Type.Object({
   startedAt: NullableDateTime,
   finishedAt: NullableDateTime,
 });
+
+/** One page of jobs, newest first; `next` is the id to pass as `before` for the page after. */
+export const JobPage = Type.Object({ items: Type.Array(JobSchema), next: NullableInt });
+
+export function jobPage(rows: JobRow[], limit: number): Static<typeof JobPage> {
+  return { items: rows.map(jobJson), next: rows.length === limit ? (rows.at(-1)?.id ?? null) : null };
+}
 
 export const AttemptSchema = Type.Object({
   attempt: Type.Integer(),

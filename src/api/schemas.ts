@@ -45,9 +45,22 @@ export function withErrors(ok: Record<number, TSchema>, errors: number[] = [400,
   return out;
 }
 
-export const Paging = {
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 100, description: 'page size' })),
-  after: Type.Optional(
-    Type.String({ maxLength: 200, description: 'cursor from the previous page (`next`)' }),
-  ),
-};
+/** A handler name (job kind), a node key, a workflow name: short free text. */
+export const Name = Type.String({ minLength: 1, maxLength: 200 });
+
+/** A page size: how many items a list returns at most. */
+export const PageLimit = Type.Integer({ minimum: 1, maximum: 1000, default: 100, description: 'page size' });
+
+/**
+ * Where work goes, shared by a job and a schedule's target: a queue and either a handler `kind` or
+ * a push `url` (`pushes` says what is POSTed there, since a schedule posts once per occurrence).
+ */
+export function targetFields(pushes: string) {
+  return {
+    queue: Type.Optional(QueueName),
+    kind: Type.Optional(Type.String({ ...Name, description: 'handler name; omit when `url` is given' })),
+    url: Type.Optional(
+      Type.String({ format: 'uri', maxLength: 2000, description: `push target: ${pushes}` }),
+    ),
+  };
+}

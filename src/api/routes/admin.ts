@@ -12,7 +12,7 @@ import { tokenList, tokenRevoke, type TokenRow } from '../../store/tokens.ts';
 import type { Api } from '../app.ts';
 import { requireAdmin } from '../auth.ts';
 import { badRequest, notFound } from '../errors.ts';
-import { NonNegativeInt4, PositiveInt4, QueueName, TenantId, Uuid, withErrors } from '../schemas.ts';
+import { Name, NonNegativeInt4, PositiveInt4, QueueName, TenantId, Uuid, withErrors } from '../schemas.ts';
 import type { RouteDeps } from '../server.ts';
 import { tokenMint } from '../tokens.ts';
 
@@ -92,7 +92,7 @@ export function adminRoutes(app: Api, deps: RouteDeps): void {
         tags: ['admin'],
         body: Type.Object(
           {
-            name: Type.String({ minLength: 1, maxLength: 200 }),
+            name: Name,
             tenantId: Type.Optional(
               Type.Union([TenantId, Type.Null()], { description: 'null or absent: an admin token' }),
             ),
@@ -197,7 +197,7 @@ export function adminRoutes(app: Api, deps: RouteDeps): void {
         params: Type.Object({ id: TenantId }),
         body: Type.Object(
           {
-            name: Type.String({ minLength: 1, maxLength: 200 }),
+            name: Name,
             maxRunning: Type.Optional(Nullable(PositiveInt4('cluster-wide cap on running jobs; null: none'))),
           },
           { additionalProperties: false },

@@ -5,8 +5,8 @@ import { jobRetryMany } from '../../store/jobs.ts';
 import type { Api } from '../app.ts';
 import { tenantScope } from '../auth.ts';
 import { badRequest } from '../errors.ts';
-import { JobSchema, jobJson } from '../job-json.ts';
-import { JobId, QueueName, TenantId, withErrors } from '../schemas.ts';
+import { JobPage, jobPage } from '../job-json.ts';
+import { JobId, Name, PageLimit, QueueName, TenantId, withErrors } from '../schemas.ts';
 import type { RouteDeps } from '../server.ts';
 
 const MAX_RETRY = 1000;
@@ -23,16 +23,14 @@ export function deadLetterRoutes(app: Api, deps: RouteDeps): void {
         querystring: Type.Object(
           {
             queue: Type.Optional(QueueName),
-            kind: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+            kind: Type.Optional(Name),
             tenantId: Type.Optional(TenantId),
             before: Type.Optional(JobId),
-            limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 100 })),
+            limit: Type.Optional(PageLimit),
           },
           { additionalProperties: false },
         ),
-        response: withErrors({
-          200: Type.Object({ items: Type.Array(JobSchema), next: Type.Union([Type.Integer(), Type.Null()]) }),
-        }),
+        response: withErrors({ 200: JobPage }),
       },
     },
     async (request) => {
@@ -46,7 +44,7 @@ export function deadLetterRoutes(app: Api, deps: RouteDeps): void {
         beforeId: q.before,
         limit,
       });
-      return { items: rows.map(jobJson), next: rows.length === limit ? (rows.at(-1)?.id ?? null) : null };
+      return jobPage(rows, limit);
     },
   );
 

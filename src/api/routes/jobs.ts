@@ -19,25 +19,25 @@ import { PUSH_KIND, PUSH_QUEUE, pushPayload } from '../../push/target.ts';
 import type { Api } from '../app.ts';
 import { tenantScope } from '../auth.ts';
 import { ApiError, badRequest, conflict, notFound, type FieldError } from '../errors.ts';
-import { AttemptSchema, JobSchema, attemptJson, jobJson } from '../job-json.ts';
-import { JobId, NonNegativeInt4, PositiveInt4, QueueName, TenantId, withErrors } from '../schemas.ts';
+import { AttemptSchema, JobPage, JobSchema, attemptJson, jobJson, jobPage } from '../job-json.ts';
+import {
+  JobId,
+  Name,
+  NonNegativeInt4,
+  PageLimit,
+  PositiveInt4,
+  QueueName,
+  TenantId,
+  targetFields,
+  withErrors,
+} from '../schemas.ts';
 import type { RouteDeps } from '../server.ts';
 
 export const MAX_JOBS_PER_REQUEST = 1000;
 
 const JobInput = Type.Object(
   {
-    queue: Type.Optional(QueueName),
-    kind: Type.Optional(
-      Type.String({ minLength: 1, maxLength: 200, description: 'handler name; omit when `url` is given' }),
-    ),
-    url: Type.Optional(
-      Type.String({
-        format: 'uri',
-        maxLength: 2000,
-        description: 'push target: Tidemark POSTs the payload here',
-      }),
-    ),
+    ...targetFields('Tidemark POSTs the payload here'),
     payload: Type.Optional(Type.Unknown()),
     priority: Type.Optional(
       Type.Integer({ minimum: -1_000_000, maximum: 1_000_000, description: 'higher runs first' }),
@@ -199,17 +199,15 @@ export function jobRoutes(app: Api, deps: RouteDeps): void {
             queue: Type.Optional(QueueName),
             state: Type.Optional(Type.Union(Object.values(JobState).map((s) => Type.Literal(s)))),
             tenantId: Type.Optional(TenantId),
-            kind: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+            kind: Type.Optional(Name),
             createdFrom: Type.Optional(Type.String({ format: 'date-time' })),
             createdTo: Type.Optional(Type.String({ format: 'date-time' })),
             before: Type.Optional(JobId),
-            limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 100 })),
+            limit: Type.Optional(PageLimit),
           },
           { additionalProperties: false },
         ),
-        response: withErrors({
-          200: Type.Object({ items: Type.Array(JobSchema), next: Type.Union([Type.Integer(), Type.Null()]) }),
-        }),
+        response: withErrors({ 200: JobPage }),
       },
     },
     async (request) => {
@@ -226,7 +224,7 @@ export function jobRoutes(app: Api, deps: RouteDeps): void {
         beforeId: q.before,
         limit,
       });
-      return { items: rows.map(jobJson), next: rows.length === limit ? (rows.at(-1)?.id ?? null) : null };
+      return jobPage(rows, limit);
     },
   );
 

@@ -20,24 +20,23 @@ import { PUSH_KIND, PUSH_QUEUE, pushPayload } from '../../push/target.ts';
 import type { Api } from '../app.ts';
 import { tenantScope } from '../auth.ts';
 import { badRequest, notFound } from '../errors.ts';
-import { NonNegativeInt4, PositiveInt4, QueueName, TenantId, Uuid, withErrors } from '../schemas.ts';
+import {
+  NonNegativeInt4,
+  PageLimit,
+  PositiveInt4,
+  Name,
+  TenantId,
+  Uuid,
+  targetFields,
+  withErrors,
+} from '../schemas.ts';
 import type { RouteDeps } from '../server.ts';
 
 const NEXT_FIRE_TIMES = 5;
 
 const Target = Type.Object(
   {
-    queue: Type.Optional(QueueName),
-    kind: Type.Optional(
-      Type.String({ minLength: 1, maxLength: 200, description: 'handler name; omit when `url` is given' }),
-    ),
-    url: Type.Optional(
-      Type.String({
-        format: 'uri',
-        maxLength: 2000,
-        description: 'push target: each occurrence POSTs the payload here',
-      }),
-    ),
+    ...targetFields('each occurrence POSTs the payload here'),
     payload: Type.Optional(Type.Unknown()),
     priority: Type.Optional(Type.Integer({ minimum: -1_000_000, maximum: 1_000_000 })),
     maxAttempts: Type.Optional(Type.Union([Type.Integer({ minimum: 1, maximum: 1000 }), Type.Null()])),
@@ -79,7 +78,7 @@ const common = {
   ),
   jitterMs: Type.Optional(NonNegativeInt4('random delay added to each fire time')),
   paused: Type.Optional(Type.Boolean()),
-  name: Type.String({ minLength: 1, maxLength: 200 }),
+  name: Name,
 };
 
 const CreateBody = Type.Object(
@@ -317,7 +316,7 @@ export function scheduleRoutes(app: Api, deps: RouteDeps): void {
             after: Type.Optional(
               Type.String({ maxLength: 200, description: 'the `next` of the previous page' }),
             ),
-            limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 100 })),
+            limit: Type.Optional(PageLimit),
           },
           { additionalProperties: false },
         ),
@@ -463,7 +462,7 @@ export function scheduleRoutes(app: Api, deps: RouteDeps): void {
             before: Type.Optional(
               Type.String({ format: 'date-time', description: 'the `next` of the previous page' }),
             ),
-            limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 100 })),
+            limit: Type.Optional(PageLimit),
           },
           { additionalProperties: false },
         ),

@@ -14,29 +14,23 @@ import { PUSH_KIND, PUSH_QUEUE, pushPayload } from '../../push/target.ts';
 import type { Api } from '../app.ts';
 import { tenantScope } from '../auth.ts';
 import { badRequest, conflict, notFound } from '../errors.ts';
-import { PositiveInt4, QueueName, TenantId, withErrors } from '../schemas.ts';
+import { Name, PositiveInt4, TenantId, targetFields, withErrors } from '../schemas.ts';
 import type { RouteDeps } from '../server.ts';
 
 /** A 100,000-node workflow is ~10–20 MB of JSON; every other route keeps the 1 MiB default. */
 export const WORKFLOW_BODY_LIMIT = 64 * 1024 * 1024;
 
-const NodeKey = Type.String({ minLength: 1, maxLength: 200 });
-
 const Node = Type.Object(
   {
-    id: NodeKey,
+    id: Name,
     type: Type.Optional(Type.Union([Type.Literal('job'), Type.Literal('signal')])),
-    dependsOn: Type.Optional(Type.Array(NodeKey, { maxItems: 100_000 })),
-    queue: Type.Optional(QueueName),
-    kind: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
-    url: Type.Optional(
-      Type.String({ format: 'uri', maxLength: 2000, description: 'push target instead of kind' }),
-    ),
+    dependsOn: Type.Optional(Type.Array(Name, { maxItems: 100_000 })),
+    ...targetFields('Tidemark POSTs the node payload here'),
     payload: Type.Optional(Type.Unknown()),
     priority: Type.Optional(Type.Integer({ minimum: -1_000_000, maximum: 1_000_000 })),
     retries: Type.Optional(Type.Integer({ minimum: 0, maximum: 100 })),
     timeoutMs: Type.Optional(PositiveInt4('job deadline, or how long a signal node waits')),
-    signal: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+    signal: Type.Optional(Name),
     onTimeout: Type.Optional(Type.Union([Type.Literal('fail'), Type.Literal('default')])),
     default: Type.Optional(Type.Unknown()),
   },
@@ -52,7 +46,7 @@ const SubmitBody = Type.Object(
         description: 'submitting the same id and definition again is a no-op',
       }),
     ),
-    name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+    name: Type.Optional(Name),
     tenantId: Type.Optional(TenantId),
     failurePolicy: Type.Optional(Type.Union([Type.Literal('fail_fast'), Type.Literal('continue')])),
     nodes: Type.Array(Node, { minItems: 1, maxItems: 100_000 }),
@@ -60,7 +54,7 @@ const SubmitBody = Type.Object(
   { additionalProperties: false },
 );
 
-const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 200 }) });
+const IdParams = Type.Object({ id: Name });
 
 const NodeItem = Type.Object({
   key: Type.String(),
@@ -230,7 +224,7 @@ export function workflowRoutes(app: Api, deps: RouteDeps): void {
         params: IdParams,
         querystring: Type.Object(
           {
-            after: Type.Optional(NodeKey),
+            after: Type.Optional(Name),
             state: Type.Optional(Type.Union(Object.values(NodeState).map((s) => Type.Literal(s)))),
             limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000, default: 1000 })),
           },
@@ -309,7 +303,7 @@ export function workflowRoutes(app: Api, deps: RouteDeps): void {
         tags: ['workflows'],
         params: Type.Object({
           id: IdParams.properties.id,
-          name: Type.String({ minLength: 1, maxLength: 200 }),
+          name: Name,
         }),
         body: Type.Optional(
           Type.Object({ payload: Type.Optional(Type.Unknown()) }, { additionalProperties: false }),
