@@ -42,7 +42,7 @@ export class ScheduleNotFoundError extends Error {
 
 export interface ScheduleInput {
   /** Default 'default'. */
-  tenant?: string;
+  tenantId?: string;
   name: string;
   /** Anything the schedule core accepts: cron, `every 90s`, `at <ISO>`, an English phrase. */
   spec: string;
@@ -92,9 +92,9 @@ function oneOf<T extends string>(field: string, value: unknown, allowed: readonl
 /** Validates and normalises `input` into the row fields (next fire time set by the caller). */
 function toFields(input: ScheduleInput, now: Date): ScheduleFields {
   if (typeof input !== 'object' || input === null) throw new ScheduleInputError('input', 'must be an object');
-  const tenantId = input.tenant ?? 'default';
+  const tenantId = input.tenantId ?? 'default';
   if (typeof tenantId !== 'string' || !TENANT_RE.test(tenantId)) {
-    throw new ScheduleInputError('tenant', `must match ${TENANT_RE.source}, got ${JSON.stringify(tenantId)}`);
+    throw new ScheduleInputError('tenantId', `must match ${TENANT_RE.source}, got ${JSON.stringify(tenantId)}`);
   }
   if (typeof input.name !== 'string' || input.name.trim() === '' || input.name.length > 200) {
     throw new ScheduleInputError('name', 'must be a non-empty string of at most 200 characters');
@@ -197,7 +197,7 @@ function nextFireAfter(compiled: CompiledSchedule, after: Date, paused: boolean)
 
 function fromInput(row: ScheduleRow): ScheduleInput {
   return {
-    tenant: row.tenantId,
+    tenantId: row.tenantId,
     name: row.name,
     spec: row.spec,
     timeZone: row.timeZone,
@@ -228,7 +228,7 @@ function mapDbError(error: unknown): never {
       });
     }
     if (error.code === '23503' && error.constraint === 'schedules_tenant_id_fkey') {
-      throw new ScheduleInputError('tenant', 'no such tenant', { cause: error });
+      throw new ScheduleInputError('tenantId', 'no such tenant', { cause: error });
     }
   }
   throw error;
@@ -294,10 +294,10 @@ export class ScheduleClient {
     return scheduleGet(this.#pool, id);
   }
 
-  async list(options: { tenant?: string; afterName?: string; limit?: number } = {}): Promise<Schedule[]> {
+  async list(options: { tenantId?: string; afterName?: string; limit?: number } = {}): Promise<Schedule[]> {
     return scheduleListByTenant(
       this.#pool,
-      options.tenant ?? 'default',
+      options.tenantId ?? 'default',
       options.afterName ?? null,
       options.limit ?? 100,
     );

@@ -249,8 +249,7 @@ async function call<T>(fn: () => Promise<T>): Promise<T> {
     return await fn();
   } catch (error) {
     if (error instanceof ScheduleInputError) {
-      const field = error.field === 'tenant' ? 'tenantId' : error.field;
-      throw badRequest([{ field: `body.${field}`, reason: error.reason }], { cause: error });
+      throw badRequest([{ field: `body.${error.field}`, reason: error.reason }], { cause: error });
     }
     if (error instanceof ScheduleNotFoundError) throw notFound('schedule');
     throw error;
@@ -287,7 +286,7 @@ export function scheduleRoutes(app: Api, deps: RouteDeps): void {
       const b = request.body;
       const tenant = tenantScope(request, b.tenantId) ?? 'default';
       const input: ScheduleInput = {
-        tenant,
+        tenantId: tenant,
         name: b.name,
         spec: b.spec,
         timeZone: b.timeZone,
@@ -332,7 +331,7 @@ export function scheduleRoutes(app: Api, deps: RouteDeps): void {
       const q = request.query;
       const limit = q.limit ?? 100;
       const rows = await schedules.list({
-        tenant: tenantScope(request, q.tenantId) ?? 'default',
+        tenantId: tenantScope(request, q.tenantId) ?? 'default',
         afterName: q.after,
         limit,
       });
