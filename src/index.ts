@@ -33,6 +33,7 @@ export {
   type WorkflowSpec,
 } from './workflow/definition.ts';
 export type { NodePage, WorkflowStatus } from './workflow/status.ts';
+export type { WorkflowListOptions, WorkflowPage, WorkflowSummary } from './workflow/list.ts';
 export { SignalTimer, signalTimeoutsFire } from './workflow/signal-timer.ts';
 export { createApiServer, type ApiServer, type ApiServerOptions } from './api/server.ts';
 export { exportSchedulerMetrics, exportWorkerMetrics } from './api/process-metrics.ts';

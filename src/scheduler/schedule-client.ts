@@ -94,7 +94,10 @@ function toFields(input: ScheduleInput, now: Date): ScheduleFields {
   if (typeof input !== 'object' || input === null) throw new ScheduleInputError('input', 'must be an object');
   const tenantId = input.tenantId ?? 'default';
   if (typeof tenantId !== 'string' || !TENANT_RE.test(tenantId)) {
-    throw new ScheduleInputError('tenantId', `must match ${TENANT_RE.source}, got ${JSON.stringify(tenantId)}`);
+    throw new ScheduleInputError(
+      'tenantId',
+      `must match ${TENANT_RE.source}, got ${JSON.stringify(tenantId)}`,
+    );
   }
   if (typeof input.name !== 'string' || input.name.trim() === '' || input.name.length > 200) {
     throw new ScheduleInputError('name', 'must be a non-empty string of at most 200 characters');

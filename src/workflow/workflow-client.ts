@@ -13,6 +13,7 @@ import {
 } from '../store/workflow-release.ts';
 import type { NodeState } from '../store/workflow-nodes.ts';
 import type { WorkflowSpec } from './definition.ts';
+import { workflowList, type WorkflowListOptions, type WorkflowPage } from './list.ts';
 import { workflowStatusGet, workflowNodesPage, type NodePage, type WorkflowStatus } from './status.ts';
 import { workflowSubmitTx, type SubmitOptions, type SubmitResult } from './submit.ts';
 
@@ -51,6 +52,11 @@ export class WorkflowClient {
     const status = await workflowStatusGet(this.#pool, id);
     if (status === null) throw new WorkflowNotFoundError(id);
     return status;
+  }
+
+  /** Workflows newest first, one tenant's or all, optionally in one state; page with `next`. */
+  list(options?: WorkflowListOptions): Promise<WorkflowPage> {
+    return workflowList(this.#pool, options);
   }
 
   nodes(id: string, options?: { after?: string; state?: NodeState; limit?: number }): Promise<NodePage> {

@@ -169,7 +169,7 @@ test('job add from a file in chunks with progress, ls, dlq, and errors that exit
   assert.match(refused.stderr, /401: token unknown or revoked/);
 });
 
-test('workflow submit, show, signal, cancel and resume from the CLI', async () => {
+test('workflow submit, ls, show, signal, cancel and resume from the CLI', async () => {
   const file = join(dir, 'wf.json');
   await writeFile(
     file,
@@ -186,6 +186,12 @@ test('workflow submit, show, signal, cancel and resume from the CLI', async () =
   assert.match(submit.stdout, /workflow cli-wf: submitted \(2 nodes, 1 edges\)/);
   const show = await cli(['workflow', 'show', 'cli-wf']);
   assert.match(show.stdout, /state\s+running/);
+  const ls = await cli(['workflow', 'ls', '--state', 'running', '--limit', '5']);
+  assert.equal(ls.code, 0, ls.stderr);
+  assert.match(ls.stdout, /cli-wf\s+cli-wf\s+default\s+running\s+2\s+2\s+0/);
+  const badState = await cli(['workflow', 'ls', '--state', 'asleep']);
+  assert.notEqual(badState.code, 0);
+  assert.match(badState.stderr, /query\.state/);
   const signal = await cli(['workflow', 'signal', 'cli-wf', 'go', '--payload', '{"ok":true}']);
   assert.match(signal.stdout, /signal go: accepted/);
   assert.match((await cli(['workflow', 'cancel', 'cli-wf'])).stdout, /cancelled/);

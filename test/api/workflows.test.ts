@@ -203,3 +203,45 @@ test("completing a node's job through the pull API releases its children; failin
     [['second', ['first'], 'broken']],
   );
 });
+
+test('GET /v1/workflows lists newest first; a tenant token sees only its own; a bad cursor is a 400', async () => {
+  for (const [id, token] of [
+    ['list-a1', api.tokens.acme],
+    ['list-g1', api.tokens.globex],
+    ['list-a2', api.tokens.acme],
+  ] as const) {
+    const r = await api.call('POST', '/v1/workflows', { token, body: { id, ...diamond } });
+    assert.equal(r.status, 201, r.text);
+  }
+  type Page = {
+    items: { id: string; tenantId: string; state: string; nodeCount: number }[];
+    next: string | null;
+  };
+  const mine = await api.call<Page>('GET', '/v1/workflows?limit=1000', { token: api.tokens.acme });
+  assert.equal(mine.status, 200, mine.text);
+  const ids = mine.body.items.map((w) => w.id);
+  assert.deepEqual(
+    ids.filter((id) => id.startsWith('list-')),
+    ['list-a2', 'list-a1'],
+  );
+  assert.ok(mine.body.items.every((w) => w.tenantId === 'acme'));
+  const theirs = await api.call('GET', '/v1/workflows?tenantId=globex', { token: api.tokens.acme });
+  assert.equal(theirs.status, 404, 'another tenant is not found, as any other missing tenant');
+
+  const all = await api.call<Page>('GET', '/v1/workflows?limit=2');
+  assert.deepEqual(
+    all.body.items.map((w) => w.id),
+    ['list-a2', 'list-g1'],
+  );
+  const rest = await api.call<Page>('GET', `/v1/workflows?limit=2&after=${all.body.next}`);
+  assert.equal(rest.body.items[0]?.id, 'list-a1');
+  const globex = await api.call<Page>('GET', '/v1/workflows?tenantId=globex&state=running');
+  assert.deepEqual(
+    globex.body.items.map((w) => [w.id, w.nodeCount]),
+    [['list-g1', 4]],
+  );
+
+  const bad = await api.call<{ error: { fields: { field: string }[] } }>('GET', '/v1/workflows?after=xyz');
+  assert.equal(bad.status, 400);
+  assert.equal(bad.body.error.fields[0]?.field, 'query.after');
+});

@@ -9,12 +9,13 @@ import { WorkflowValidationError } from '../../workflow/definition.ts';
 import { WorkflowClient, WorkflowNotFoundError } from '../../workflow/workflow-client.ts';
 import type { WorkflowStatus } from '../../workflow/status.ts';
 import { NodeState } from '../../store/workflow-nodes.ts';
+import { WorkflowState } from '../../store/workflows.ts';
 import { workflowNodeParents } from '../../store/workflow-graph.ts';
 import { PUSH_KIND, PUSH_QUEUE, pushPayload } from '../../push/target.ts';
 import type { Api } from '../app.ts';
 import { tenantScope } from '../auth.ts';
 import { badRequest, conflict, notFound } from '../errors.ts';
-import { Name, PositiveInt4, TenantId, targetFields, withErrors } from '../schemas.ts';
+import { Name, PageLimit, PositiveInt4, TenantId, targetFields, withErrors } from '../schemas.ts';
 import type { RouteDeps } from '../server.ts';
 
 /** A 100,000-node workflow is ~10–20 MB of JSON; every other route keeps the 1 MiB default. */
@@ -110,6 +111,21 @@ function bodyField(field: string): string {
   return `body.${field.replace(/\[(\d+)\]/g, '.$1')}`;
 }
 
+const WorkflowSummarySchema = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  tenantId: Type.String(),
+  state: Type.String(),
+  failurePolicy: Type.String(),
+  nodeCount: Type.Integer(),
+  unfinished: Type.Integer({ description: 'nodes not yet succeeded, failed, skipped or cancelled' }),
+  failedNodes: Type.Integer(),
+  generation: Type.Integer({ description: 'resumes so far + 1' }),
+  error: Type.Union([Type.String(), Type.Null()]),
+  startedAt: Type.String({ format: 'date-time' }),
+  finishedAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
+});
+
 function statusJson(s: WorkflowStatus) {
   return {
     ...s,
@@ -184,6 +200,60 @@ export function workflowRoutes(app: Api, deps: RouteDeps): void {
             throw conflict(`workflow id ${b.id ?? ''} is already in use with another definition`);
           throw badRequest(
             [{ field: bodyField(error.field), reason: error.message.slice(error.field.length + 2) }],
+            { cause: error },
+          );
+        }
+        throw error;
+      }
+    },
+  );
+
+  app.get(
+    '/v1/workflows',
+    {
+      schema: {
+        summary: 'List workflows, newest first, filtered by tenant and state, page by page',
+        tags: ['workflows'],
+        querystring: Type.Object(
+          {
+            tenantId: Type.Optional(TenantId),
+            state: Type.Optional(Type.Union(Object.values(WorkflowState).map((s) => Type.Literal(s)))),
+            after: Type.Optional(
+              Type.String({ maxLength: 600, description: 'cursor from the previous page (`next`)' }),
+            ),
+            limit: Type.Optional(PageLimit),
+          },
+          { additionalProperties: false },
+        ),
+        response: withErrors({
+          200: Type.Object({
+            items: Type.Array(WorkflowSummarySchema),
+            next: Type.Union([Type.String(), Type.Null()]),
+          }),
+        }),
+      },
+    },
+    async (request) => {
+      const q = request.query;
+      try {
+        const page = await workflows.list({
+          tenantId: tenantScope(request, q.tenantId),
+          state: q.state,
+          after: q.after,
+          limit: q.limit,
+        });
+        return {
+          next: page.next,
+          items: page.items.map((w) => ({
+            ...w,
+            startedAt: w.startedAt.toISOString(),
+            finishedAt: w.finishedAt?.toISOString() ?? null,
+          })),
+        };
+      } catch (error) {
+        if (error instanceof WorkflowValidationError) {
+          throw badRequest(
+            [{ field: `query.${error.field}`, reason: error.message.slice(error.field.length + 2) }],
             { cause: error },
           );
         }

@@ -1,6 +1,6 @@
-/** `tidemark workflow submit|show|cancel|resume|signal` over the HTTP API. */
+/** `tidemark workflow submit|ls|show|cancel|resume|signal` over the HTTP API. */
 import { readFile } from 'node:fs/promises';
-import { parseJsonOption, requireArg, type ApiClient } from './api-client.ts';
+import { parseIntOption, parseJsonOption, requireArg, type ApiClient } from './api-client.ts';
 import { block, print, table } from './output.ts';
 import { str, subcommands, type Sub } from './subcommands.ts';
 
@@ -15,6 +15,18 @@ interface Status {
   startedAt: string;
   finishedAt: string | null;
   criticalPath: { node: string }[];
+}
+
+interface Summary {
+  id: string;
+  name: string;
+  tenantId: string;
+  state: string;
+  nodeCount: number;
+  unfinished: number;
+  failedNodes: number;
+  startedAt: string;
+  finishedAt: string | null;
 }
 
 const transition = (verb: 'cancel' | 'resume'): Sub => ({
@@ -47,6 +59,50 @@ export const command = subcommands('workflow', 'submit and manage workflows thro
         r,
         () =>
           `workflow ${r.id}: ${r.created ? 'submitted' : 'already submitted'} (${r.nodes} nodes, ${r.edges} edges)\n`,
+      );
+      return 0;
+    },
+  },
+  ls: {
+    usage: 'ls [--tenant T] [--state running|succeeded|failed|cancelled] [--limit N] [--after CURSOR]',
+    options: {
+      tenant: { type: 'string' },
+      state: { type: 'string' },
+      limit: { type: 'string' },
+      after: { type: 'string' },
+    },
+    async run(api, _args, v) {
+      const q = new URLSearchParams();
+      const tenant = str(v, 'tenant');
+      if (tenant !== undefined) q.set('tenantId', tenant);
+      for (const name of ['state', 'after'] as const) {
+        const value = str(v, name);
+        if (value !== undefined) q.set(name, value);
+      }
+      const limit = parseIntOption('limit', str(v, 'limit'));
+      if (limit !== undefined) q.set('limit', String(limit));
+      const page = await api.call<{ items: Summary[]; next: string | null }>(
+        'GET',
+        `/v1/workflows?${q.toString()}`,
+      );
+      print(
+        v.json === true,
+        page,
+        () =>
+          table(
+            ['id', 'name', 'tenant', 'state', 'nodes', 'unfinished', 'failed', 'started', 'finished'],
+            page.items.map((w) => [
+              w.id,
+              w.name,
+              w.tenantId,
+              w.state,
+              w.nodeCount,
+              w.unfinished,
+              w.failedNodes,
+              w.startedAt,
+              w.finishedAt,
+            ]),
+          ) + (page.next === null ? '' : `more: --after ${page.next}\n`),
       );
       return 0;
     },
