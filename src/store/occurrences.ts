@@ -102,8 +102,10 @@ export async function occurrenceMaterialise(
                                       schedule_version)
              SELECT schedule_id, fire_at, state, clock_timestamp(), epoch,
                     -- The job id is drawn here so the ledger row can point at the job inserted below;
-                    -- the foreign key is checked at the end of the statement, when both exist.
-                    CASE WHEN state = 'enqueued' THEN nextval(pg_get_serial_sequence('jobs', 'id')) END,
+                    -- the foreign key is checked at the end of the statement, when both exist. The
+                    -- sequence by name: pg_get_serial_sequence() is evaluated per row and cost ~25 ms
+                    -- per 2,500 rows (EXPLAIN ANALYZE), all of it between the fire time and the write.
+                    CASE WHEN state = 'enqueued' THEN nextval('jobs_id_seq') END,
                     reason, source, version
                FROM input
              ORDER BY schedule_id, fire_at
