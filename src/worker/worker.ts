@@ -312,6 +312,12 @@ export class Worker {
     const ref = { id: job.id, attempt: job.attempt };
     const controller = new AbortController();
     const entry: Running = { ref, queue: q, controller, heartbeatMs: job.heartbeatMs };
+    // A job claimed again while an older run of it is still here: that run's lease was lost (reaped
+    // before the lease keeper noticed) or its claim was (an asynchronous claim dropped in a database
+    // crash, see jobClaimBatch, possibly under the same attempt number), so it writes nothing.
+    this.#running
+      .get(job.id)
+      ?.controller.abort(new LeaseLostError(`job ${job.id}: claimed again, this run's claim was lost`));
     this.#running.set(job.id, entry);
     q.stats.running++;
     q.stats.claimed++;
@@ -370,7 +376,7 @@ export class Worker {
 
   #finish(entry: Running, result: AttemptResult): void {
     const { queue: q, ref } = entry;
-    this.#running.delete(ref.id);
+    if (this.#running.get(ref.id) === entry) this.#running.delete(ref.id);
     q.stats.running--;
     switch (result.kind) {
       case 'succeeded':
