@@ -250,7 +250,7 @@ test('dead letter: re-run a selection, then one row; only those leave the dead l
   assert.deepEqual(unexpected(problems), []);
 });
 
-test('workflows: open a failed workflow, see its failed node and error, resume it', async () => {
+test('workflows: find a failed workflow in the list, open it, see its failed node and error, resume it', async () => {
   const submitted = await ok<{ id: string }>('POST', '/v1/workflows', {
     id: 'nightly-etl',
     name: 'nightly ETL',
@@ -271,6 +271,18 @@ test('workflows: open a failed workflow, see its failed node and error, resume i
 
   const problems = await withPage(async ({ page }) => {
     await signIn(page, api.url, api.tokens.admin, '#/workflows');
+    // The list: newest first, this one failed with one failed node; a state filter finds it again.
+    const list = page.getByRole('table', { name: 'Workflows, newest first' });
+    await list.waitFor();
+    assert.match(await list.innerText(), /nightly ETL\s+default\s+failed\s+3 \/ 3\s+1/);
+    await page.getByLabel('State').selectOption('running');
+    await page.getByRole('button', { name: 'Filter' }).click();
+    await page.getByText('No workflows match.').waitFor();
+    await page.getByLabel('State').selectOption('failed');
+    await page.getByRole('button', { name: 'Filter' }).click();
+    await page.getByRole('link', { name: 'nightly ETL' }).click();
+    await page.getByRole('heading', { name: 'nightly ETL failed' }).waitFor();
+    await page.goBack();
     await page.getByLabel('Workflow id').fill(submitted.id);
     await page.getByRole('button', { name: 'Open' }).click();
     await page.getByRole('heading', { name: 'nightly ETL failed' }).waitFor();

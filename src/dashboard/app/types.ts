@@ -89,6 +89,19 @@ export interface Occurrence {
   materialisedAt: string;
 }
 
+/** One row of GET /v1/workflows: the workflow's own counters, no per-node detail. */
+export interface WorkflowSummary {
+  id: string;
+  name: string;
+  tenantId: string;
+  state: string;
+  nodeCount: number;
+  unfinished: number;
+  failedNodes: number;
+  startedAt: string;
+  finishedAt: string | null;
+}
+
 export interface WorkflowStatus {
   id: string;
   name: string;

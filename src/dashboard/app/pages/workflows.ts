@@ -1,39 +1,27 @@
 /// <reference lib="dom" />
 /**
- * Workflows: open one by id (the API has no listing of workflows; ids opened in this tab are kept
- * for one click back), see its state, node counts per state, failed nodes with their errors;
- * cancel and resume; and a graph for workflows of up to GRAPH_MAX nodes, counts only beyond.
+ * Workflows: the newest first, filtered by state (and tenant, for an admin), or one opened by id; a
+ * workflow's state, node counts per state, failed nodes with their errors; cancel and resume; and a
+ * graph for workflows of up to GRAPH_MAX nodes, counts only beyond.
  */
 import { ApiError, get, post, query } from '../api.ts';
 import { badge, h, notice, show, table } from '../dom.ts';
-import { local, utc } from '../format.ts';
+import { ago, local, utc } from '../format.ts';
 import { GRAPH_MAX, workflowGraph } from '../graph.ts';
 import { errorText, missingRoutes, poll, type PageContext } from '../page.ts';
-import type { WorkflowNode, WorkflowStatus } from '../types.ts';
+import type { Page, WorkflowNode, WorkflowStatus, WorkflowSummary } from '../types.ts';
 
-const ROUTES = ['GET /v1/workflows/{id}', 'GET /v1/workflows/{id}/nodes'];
-const RECENT_KEY = 'tidemark.recentWorkflows';
+const ROUTES = ['GET /v1/workflows', 'GET /v1/workflows/{id}', 'GET /v1/workflows/{id}/nodes'];
 const POLL_MS = 3000;
 const NODE_PAGE = 1000;
+const LIST_PAGE = 50;
+const STATES = ['running', 'succeeded', 'failed', 'cancelled'];
 
 const TONE: Record<string, string> = { running: 'info', succeeded: 'ok', failed: 'bad', cancelled: 'muted' };
 
 interface NodePage {
   items: WorkflowNode[];
   next: string | null;
-}
-
-function recent(): string[] {
-  try {
-    const v: unknown = JSON.parse(sessionStorage.getItem(RECENT_KEY) ?? '[]');
-    return Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : [];
-  } catch {
-    return [];
-  }
-}
-
-function remember(id: string): void {
-  sessionStorage.setItem(RECENT_KEY, JSON.stringify([id, ...recent().filter((x) => x !== id)].slice(0, 10)));
 }
 
 export async function workflowsPage(ctx: PageContext): Promise<void> {
@@ -47,36 +35,107 @@ export async function workflowsPage(ctx: PageContext): Promise<void> {
     return;
   }
   if (ctx.params[0] !== undefined) return workflowPage(ctx, decodeURIComponent(ctx.params[0]));
-  const input = h('input', { id: 'wf-id', name: 'id', required: true, autocomplete: 'off', maxlength: 200 });
-  const seen = recent();
-  show(
-    ctx.main,
-    h('h1', {}, 'Workflows'),
-    h(
-      'form',
-      {
-        class: 'filters',
-        onsubmit: (event: Event) => {
-          event.preventDefault();
-          location.hash = `#/workflows/${encodeURIComponent(input.value.trim())}`;
-        },
-      },
-      h('label', { for: 'wf-id' }, 'Workflow id'),
-      input,
-      h('button', { type: 'submit' }, 'Open'),
-    ),
-    seen.length === 0
-      ? null
-      : [
-          h('h2', {}, 'Opened in this tab'),
-          h(
-            'ul',
-            {},
-            seen.map((id) => h('li', {}, h('a', { href: `#/workflows/${encodeURIComponent(id)}` }, id))),
+  const filters = {
+    state: ctx.query.get('state') ?? '',
+    tenantId: ctx.query.get('tenantId') ?? '',
+    after: ctx.query.get('after') ?? '',
+  };
+  const status = h('div', { class: 'status-line' });
+  const list = h('div');
+  show(ctx.main, h('h1', {}, 'Workflows'), openForm(), filterForm(ctx, filters), status, list);
+  const refresh = async (): Promise<void> => {
+    const page = await get<Page<WorkflowSummary>>(
+      `/v1/workflows${query({ ...filters, tenantId: ctx.session.admin ? filters.tenantId : undefined, limit: LIST_PAGE })}`,
+      ctx.signal,
+    );
+    const now = Date.now();
+    show(
+      list,
+      page.items.length === 0
+        ? notice(filters.after === '' ? 'No workflows match.' : 'No older workflows.')
+        : table(
+            'Workflows, newest first',
+            ['Workflow', 'Tenant', 'State', 'Nodes finished', 'Failed nodes', 'Started', 'Finished'],
+            page.items.map((w) => [
+              h('a', { href: `#/workflows/${encodeURIComponent(w.id)}` }, w.name === '' ? w.id : w.name),
+              w.tenantId,
+              badge(w.state, TONE[w.state] ?? 'muted'),
+              `${w.nodeCount - w.unfinished} / ${w.nodeCount}`,
+              String(w.failedNodes),
+              h('time', { datetime: w.startedAt, title: local(w.startedAt) }, ago(w.startedAt, now)),
+              w.finishedAt === null
+                ? ''
+                : h('time', { datetime: w.finishedAt, title: local(w.finishedAt) }, ago(w.finishedAt, now)),
+            ]),
+            { class: 'workflows' },
           ),
-        ],
-  );
+      page.next === null
+        ? null
+        : h(
+            'p',
+            {},
+            h(
+              'a',
+              {
+                href: `#/workflows${query({ state: filters.state, tenantId: filters.tenantId, after: String(page.next) })}`,
+              },
+              'Older workflows →',
+            ),
+          ),
+    );
+  };
+  poll(ctx, POLL_MS, status, refresh);
   await Promise.resolve();
+}
+
+function openForm(): HTMLElement {
+  const input = h('input', { id: 'wf-id', name: 'id', required: true, autocomplete: 'off', maxlength: 200 });
+  return h(
+    'form',
+    {
+      class: 'filters',
+      onsubmit: (event: Event) => {
+        event.preventDefault();
+        location.hash = `#/workflows/${encodeURIComponent(input.value.trim())}`;
+      },
+    },
+    h('label', { for: 'wf-id' }, 'Workflow id'),
+    input,
+    h('button', { type: 'submit' }, 'Open'),
+  );
+}
+
+function filterForm(ctx: PageContext, f: { state: string; tenantId: string }): HTMLElement {
+  const state = h(
+    'select',
+    { id: 'wf-state', name: 'state' },
+    h('option', { value: '' }, 'any'),
+    STATES.map((s) => h('option', { value: s, selected: s === f.state }, s)),
+  );
+  const tenant = ctx.session.admin
+    ? h(
+        'select',
+        { id: 'wf-tenant', name: 'tenantId' },
+        h('option', { value: '' }, 'all'),
+        ctx.session.tenants.map((t) => h('option', { value: t, selected: t === f.tenantId }, t)),
+      )
+    : null;
+  return h(
+    'form',
+    {
+      class: 'filters',
+      role: 'search',
+      'aria-label': 'Filter workflows',
+      onsubmit: (event: Event) => {
+        event.preventDefault();
+        location.hash = `#/workflows${query({ state: state.value, tenantId: tenant?.value })}`;
+      },
+    },
+    h('label', { for: 'wf-state' }, 'State'),
+    state,
+    tenant === null ? null : [h('label', { for: 'wf-tenant' }, 'Tenant'), tenant],
+    h('button', { type: 'submit' }, 'Filter'),
+  );
 }
 
 async function nodesOf(
@@ -125,7 +184,6 @@ async function workflowPage(ctx: PageContext, id: string): Promise<void> {
       }
       throw error;
     }
-    remember(id);
     const failedCount = wf.nodes.failed ?? 0;
     const failed = failedCount > 0 ? await nodesOf(ctx, id, 'failed', 200) : [];
     const drawable = wf.nodeCount <= GRAPH_MAX;
