@@ -140,6 +140,13 @@ test('show, list, patch, pause, resume, trigger, history, delete', async () => {
 
   assert.equal((await api.call('DELETE', `/v1/schedules/${s.id}`, { token: api.tokens.acme })).status, 204);
   assert.equal((await api.call('GET', `/v1/schedules/${s.id}`, { token: api.tokens.acme })).status, 404);
+  // The record of what ran stays: the occurrence row and its job outlive the schedule.
+  const { rows: ledger } = await api.db.pool.query<{ job_id: number; job_schedule: string }>(
+    `SELECT o.job_id, j.schedule_id AS job_schedule FROM occurrences o JOIN jobs j ON j.id = o.job_id
+      WHERE o.schedule_id = $1`,
+    [s.id],
+  );
+  assert.deepEqual(ledger, [{ job_id: fired.body.jobId, job_schedule: s.id }]);
   assert.equal((await api.call('GET', '/v1/schedules/not-a-uuid', { token: api.tokens.acme })).status, 400);
 });
 
