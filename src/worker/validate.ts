@@ -4,7 +4,7 @@
  */
 import type { JobInsert } from '../store/jobs.ts';
 import { JobValidationError } from './errors.ts';
-import { randomUUID } from 'node:crypto';
+import { newJobKey } from './job-key.ts';
 
 export interface EnqueueInput {
   queue: string;
@@ -22,7 +22,7 @@ export interface EnqueueInput {
   heartbeatMs?: number;
   backoffBaseMs?: number;
   backoffMaxMs?: number;
-  /** Default: a random UUID (no deduplication). A key already in the queue returns that job. */
+  /** Default: a new UUIDv7 (no deduplication). A key already in the queue returns that job. */
   idempotencyKey?: string;
 }
 
@@ -64,15 +64,16 @@ export function validateEnqueue(input: EnqueueInput, prefix: string): JobInsert 
       `must be 1-63 of a-z 0-9 _ - starting with a letter or digit, got ${JSON.stringify(tenantId)}`,
     );
   }
-  let payload: unknown = input.payload ?? {};
+  const payload: unknown = input.payload ?? {};
+  // Serialised here, once: the text is what the insert sends, so a payload that can not be written
+  // fails validation and the statement never reparses or restringifies it.
+  let payloadJson: string | undefined;
   try {
-    const text = JSON.stringify(payload);
-    if (text === undefined) fail(at('payload'), 'must be JSON-serialisable');
-    payload = JSON.parse(text);
+    payloadJson = JSON.stringify(payload);
   } catch (error) {
-    if (error instanceof JobValidationError) throw error;
     throw new JobValidationError(`${at('payload')}: must be JSON-serialisable`, { cause: error });
   }
+  if (payloadJson === undefined) fail(at('payload'), 'must be JSON-serialisable');
   const priority = optionalInt(input.priority, at('priority'), -INT32_MAX) ?? 0;
   let runAt: Date | null = null;
   if (input.runAt !== undefined) {
@@ -81,7 +82,7 @@ export function validateEnqueue(input: EnqueueInput, prefix: string): JobInsert 
     }
     runAt = input.runAt;
   }
-  const key = input.idempotencyKey ?? randomUUID();
+  const key = input.idempotencyKey ?? newJobKey();
   if (typeof key !== 'string' || key.length === 0 || key.length > 512) {
     fail(at('idempotencyKey'), 'must be a non-empty string of at most 512 characters');
   }
@@ -95,6 +96,7 @@ export function validateEnqueue(input: EnqueueInput, prefix: string): JobInsert 
     kind: input.kind,
     tenantId,
     payload,
+    payloadJson,
     priority,
     runAt,
     maxAttempts: optionalInt(input.maxAttempts, at('maxAttempts'), 1),
