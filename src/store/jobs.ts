@@ -225,9 +225,10 @@ export interface JobClaimed {
   timeoutMs: number | null;
   heartbeatMs: number | null;
   idempotencyKey: string;
-  runAt: Date;
-  startedAt: Date;
-  /** started_at − run_at by the database's clock, in ms. */
+  /**
+   * started_at − run_at by the database's clock, in ms. The two times themselves are not returned:
+   * parsing them took 116 ms of Node time in a 50,000-job drain (CPU profile), for nothing.
+   */
   startLagMs: number;
 }
 
@@ -340,8 +341,7 @@ export async function jobClaimBatch(db: Queryable, p: JobClaimParams): Promise<J
       RETURNING j.id, j.queue, j.kind, j.tenant_id AS "tenantId", j.payload, j.attempt,
                 j.max_attempts AS "maxAttempts",
                 coalesce(j.timeout_ms, (SELECT q.timeout_ms FROM queues q WHERE q.name = j.queue)) AS "timeoutMs",
-                j.heartbeat_ms AS "heartbeatMs", j.idempotency_key AS "idempotencyKey", j.run_at AS "runAt",
-                j.started_at AS "startedAt",
+                j.heartbeat_ms AS "heartbeatMs", j.idempotency_key AS "idempotencyKey",
                 (extract(epoch FROM j.started_at - j.run_at) * 1000)::float8 AS "startLagMs"`,
     values: [p.queue, p.limit, p.owner, p.leaseMs, p.tenantCursor, p.limited],
   });

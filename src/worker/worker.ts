@@ -28,7 +28,7 @@ import {
 import { withTransaction, type Pool } from '../store/pool.ts';
 import { Completer } from './completer.ts';
 import { JobCancelledError, LeaseLostError, WorkerShutdownError } from './errors.ts';
-import { runAttempt, type AttemptResult } from './executor.ts';
+import { AttemptAbort, runAttempt, type AttemptResult } from './executor.ts';
 import type { HandlerContext, Handlers } from './handler.ts';
 import { Listener } from './listener.ts';
 import { QueueStats, type QueueMetrics } from './metrics.ts';
@@ -66,7 +66,7 @@ export interface WorkerOptions {
 interface Running {
   ref: AttemptRef;
   queue: QueueLoop;
-  controller: AbortController;
+  aborter: AttemptAbort;
   heartbeatMs: number | null;
 }
 
@@ -79,6 +79,7 @@ class QueueLoop {
   /** Slots promised to claims in flight, so two claim loops never overfill the queue. */
   reserved = 0;
   readonly #waiters = new Set<() => void>();
+  #wakeSoon = false;
 
   constructor(
     readonly name: string,
@@ -95,6 +96,16 @@ class QueueLoop {
       this.#waiters.delete(first);
       first();
     }
+  }
+
+  /** wake() once every handler settling in this turn has freed its slot: one timer, not one per job. */
+  wakeSoon(): void {
+    if (this.#wakeSoon) return;
+    this.#wakeSoon = true;
+    setImmediate(() => {
+      this.#wakeSoon = false;
+      this.wake();
+    });
   }
 
   /** Stop, limits changed, or notifications may have been missed: every loop looks again. */
@@ -222,7 +233,7 @@ export class Worker {
     if (!(await this.#waitIdle(this.#shutdownGraceMs))) {
       this.#log.warn({ running: this.#running.size }, 'shutdown grace over; aborting and releasing the rest');
       for (const r of this.#running.values()) {
-        r.controller.abort(new WorkerShutdownError('worker shutting down'));
+        r.aborter.abort(new WorkerShutdownError('worker shutting down'));
       }
       await this.#waitIdle(Number.POSITIVE_INFINITY);
     }
@@ -310,14 +321,14 @@ export class Worker {
 
   #start(q: QueueLoop, job: JobClaimed): void {
     const ref = { id: job.id, attempt: job.attempt };
-    const controller = new AbortController();
-    const entry: Running = { ref, queue: q, controller, heartbeatMs: job.heartbeatMs };
+    const aborter = new AttemptAbort();
+    const entry: Running = { ref, queue: q, aborter, heartbeatMs: job.heartbeatMs };
     // A job claimed again while an older run of it is still here: that run's lease was lost (reaped
     // before the lease keeper noticed) or its claim was (an asynchronous claim dropped in a database
     // crash, see jobClaimBatch, possibly under the same attempt number), so it writes nothing.
     this.#running
       .get(job.id)
-      ?.controller.abort(new LeaseLostError(`job ${job.id}: claimed again, this run's claim was lost`));
+      ?.aborter.abort(new LeaseLostError(`job ${job.id}: claimed again, this run's claim was lost`));
     this.#running.set(job.id, entry);
     q.stats.running++;
     q.stats.claimed++;
@@ -332,17 +343,19 @@ export class Worker {
       attempt: job.attempt,
       maxAttempts: job.maxAttempts,
       idempotencyKey: job.idempotencyKey,
-      signal: controller.signal,
+      get signal() {
+        return aborter.signal;
+      },
       heartbeat: async (progress?: unknown) => {
         const renewed = await jobHeartbeat(this.#pool, this.id, ref, this.#leaseMs, progress);
         if (renewed === undefined) {
           const lost = new LeaseLostError(
             `job ${job.id} attempt ${job.attempt} is no longer owned by ${this.id}`,
           );
-          controller.abort(lost);
+          aborter.abort(lost);
           throw lost;
         }
-        if (renewed.cancelRequested) controller.abort(new JobCancelledError(`job ${job.id} was cancelled`));
+        if (renewed.cancelRequested) aborter.abort(new JobCancelledError(`job ${job.id} was cancelled`));
       },
       transaction: async (fn) => {
         const value = await withTransaction(this.#pool, async (tx) => {
@@ -367,7 +380,7 @@ export class Worker {
     void runAttempt({
       handler: this.#handlers[job.kind],
       context,
-      controller,
+      abort: aborter,
       timeoutMs: job.timeoutMs,
       graceMs: this.#timeoutGraceMs,
       completed: () => completed,
@@ -404,13 +417,13 @@ export class Worker {
         this.#completer.release(ref);
         break;
     }
-    // setImmediate: every handler settling in this turn frees its slot before the loop claims again.
-    if (q.waitingForSlot) setImmediate(() => q.wake());
+    // Deferred: every handler settling in this turn frees its slot before the loop claims again.
+    if (q.waitingForSlot) q.wakeSoon();
     if (this.#running.size === 0) for (const done of this.#idleWaiters.splice(0)) done();
   }
 
   #cancelLocal(jobId: number): void {
-    this.#running.get(jobId)?.controller.abort(new JobCancelledError(`job ${jobId} was cancelled`));
+    this.#running.get(jobId)?.aborter.abort(new JobCancelledError(`job ${jobId} was cancelled`));
   }
 
   // ---- background: leases and maintenance -----------------------------------------------------
@@ -451,9 +464,9 @@ export class Worker {
         for (const e of entries) {
           const r = byId.get(e.ref.id);
           if (r === undefined) {
-            e.controller.abort(new LeaseLostError(`job ${e.ref.id} attempt ${e.ref.attempt}: lease lost`));
+            e.aborter.abort(new LeaseLostError(`job ${e.ref.id} attempt ${e.ref.attempt}: lease lost`));
           } else if (r.cancelRequested) {
-            e.controller.abort(new JobCancelledError(`job ${e.ref.id} was cancelled`));
+            e.aborter.abort(new JobCancelledError(`job ${e.ref.id} was cancelled`));
           }
         }
       } catch (error) {
