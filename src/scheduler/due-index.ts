@@ -36,6 +36,11 @@ export interface DueIndex {
   popDue(nowMs: number, limit: number): DueEntry[] | Promise<DueEntry[]>;
   /** Earliest live due time, when the structure knows it cheaply (the heap); lets the tick sleep less. */
   nextDueMs?(): number | null;
+  /**
+   * Up to `limit` live entries due at or before `byMs`, in no particular order, left in place; for
+   * planning ahead of the fire time (the heap: O(entries returned)).
+   */
+  peekDue?(byMs: number, limit: number): DueEntry[];
   clear(): void;
 }
 

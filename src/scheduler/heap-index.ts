@@ -46,6 +46,23 @@ export class HeapDueIndex implements DueIndex {
     }
   }
 
+  peekDue(byMs: number, limit: number): DueEntry[] {
+    // Every node is due no earlier than its parent, so a subtree whose root is due after byMs holds
+    // nothing due by then: the walk visits only the entries it returns and their direct children.
+    const out: DueEntry[] = [];
+    const heap = this.#heap;
+    const stack = [0];
+    while (out.length < limit) {
+      const i = stack.pop();
+      if (i === undefined) break;
+      const entry = heap[i];
+      if (entry === undefined || entry.dueMs > byMs) continue;
+      if (this.#live.isLive(entry)) out.push(entry);
+      stack.push(2 * i + 2, 2 * i + 1);
+    }
+    return out;
+  }
+
   clear(): void {
     this.#heap = [];
     this.#live.clear();

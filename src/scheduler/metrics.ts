@@ -45,6 +45,8 @@ export interface SchedulerMetricsSnapshot {
   conflicts: number;
   /** Due entries dropped because the schedule had changed (version) or gone. */
   stale: number;
+  /** Due schedules written with the plan made before their fire time (planAheadMs). */
+  plannedAhead: number;
   lastTickOccurrences: number;
   tickMs: { p50: number | null; p99: number | null; max: number };
   /** Materialised time − fire time, over the last 65,536 enqueued occurrences. */
@@ -59,6 +61,7 @@ export class SchedulerMetrics {
   jobsEnqueued = 0;
   conflicts = 0;
   stale = 0;
+  plannedAhead = 0;
   lastTickOccurrences = 0;
   readonly #tick = new Ring(4096);
   readonly #lag = new Ring(65_536);
@@ -86,6 +89,7 @@ export class SchedulerMetrics {
       jobsEnqueued: this.jobsEnqueued,
       conflicts: this.conflicts,
       stale: this.stale,
+      plannedAhead: this.plannedAhead,
       lastTickOccurrences: this.lastTickOccurrences,
       tickMs: { p50: this.#tick.percentile(50), p99: this.#tick.percentile(99), max: this.#tickMax },
       lagMs: { p50: this.#lag.percentile(50), p99: this.#lag.percentile(99), max: this.#lagMax },

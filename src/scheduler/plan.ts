@@ -6,6 +6,7 @@
 import {
   compileSchedule,
   decideOverlap,
+  DEFAULT_GRACE_MS,
   jitterOffsetMs,
   planMisfire,
   type CompiledSchedule,
@@ -130,6 +131,44 @@ export function planSchedule(
     advance: { scheduleId: row.id, version: row.version, nextFireAt: plan.next, lastFireAt },
     lagsMs,
   };
+}
+
+/** A schedule planned before its fire time, as of that fire time (planAhead). */
+export interface AheadPlan {
+  version: number;
+  dueMs: number;
+  plan: SchedulePlan;
+}
+
+/**
+ * Plans a schedule that is not yet due as of its next fire time, so that at the fire time only the
+ * write is left to do. Only overlap policy `allow`: the others decide on the jobs still running at
+ * the fire time, which are not known before it. Null when it cannot be planned ahead.
+ */
+export function planAhead(s: CachedSchedule): AheadPlan | null {
+  const { row } = s;
+  if (row.overlapPolicy !== 'allow' || row.nextFireAt === null) return null;
+  const dueMs = row.nextFireAt.getTime();
+  return { version: row.version, dueMs, plan: planSchedule(s, dueMs, undefined) };
+}
+
+/**
+ * The plan made ahead for `row`, if planning it at `nowMs` would give the same rows; else null. As of
+ * its fire time the plan runs that one occurrence and resumes at the next. At `nowMs`, up to that
+ * next fire time, the same occurrence is the only one due, and it still runs unless it is now past
+ * its starting deadline or (misfire policy skip) the grace. Only the lag differs: measured at `nowMs`.
+ */
+export function aheadPlanAt(ahead: AheadPlan, row: ScheduleRow, nowMs: number): SchedulePlan | null {
+  if (ahead.version !== row.version || ahead.dueMs !== row.nextFireAt?.getTime()) return null;
+  const late = nowMs - ahead.dueMs;
+  const next = ahead.plan.advance.nextFireAt;
+  if (late < 0 || (next !== null && nowMs >= next.getTime())) return null;
+  if (row.startingDeadlineMs !== null && late > row.startingDeadlineMs) return null;
+  if (row.misfirePolicy === 'skip' && late > DEFAULT_GRACE_MS) return null;
+  const lagsMs = ahead.plan.items
+    .filter((i) => i.state === 'enqueued')
+    .map((i) => nowMs - i.fireAt.getTime());
+  return { ...ahead.plan, lagsMs };
 }
 
 function missedReason(row: ScheduleRow, latenessMs: number): string {

@@ -9,32 +9,94 @@
  * The job rows for enqueued occurrences are inserted here too, with the same columns as the worker
  * layer's enqueue (src/store/jobs.ts, issue 5); the two are to be unified into one statement there.
  */
+import { arrayElement, arrayLiteral } from './array-literal.ts';
 import type { Queryable } from './pool.ts';
 
 export type OccurrenceState = 'enqueued' | 'skipped' | 'missed';
 export type OccurrenceSource = 'schedule' | 'trigger';
 
+/** Read-only once made: occurrenceEncodeAhead may have serialised it already. */
 export interface OccurrenceInput {
-  scheduleId: string;
+  readonly scheduleId: string;
   /** The schedule version the decision was made under; a row whose schedule has moved on is dropped. */
-  version: number;
-  fireAt: Date;
-  state: OccurrenceState;
-  reason: string | null;
+  readonly version: number;
+  readonly fireAt: Date;
+  readonly state: OccurrenceState;
+  readonly reason: string | null;
   /** When the job may start (fire time + jitter); null unless enqueued. */
-  runAt: Date | null;
+  readonly runAt: Date | null;
   /** Stable per occurrence (`occurrence:<schedule>:<fire ISO>`) or unique per trigger; null unless enqueued. */
-  idempotencyKey: string | null;
-  source: OccurrenceSource;
+  readonly idempotencyKey: string | null;
+  readonly source: OccurrenceSource;
   /** Overlap policy `replace`: cancel the schedule's queued jobs and ask its running ones to stop. */
-  cancelPrevious: boolean;
+  readonly cancelPrevious: boolean;
 }
 
+/** Read-only once made, as OccurrenceInput. */
 export interface ScheduleAdvance {
-  scheduleId: string;
-  version: number;
-  nextFireAt: Date | null;
-  lastFireAt: Date;
+  readonly scheduleId: string;
+  readonly version: number;
+  readonly nextFireAt: Date | null;
+  readonly lastFireAt: Date;
+}
+
+// Each input's values as array-literal elements, in the statement's parameter order, made once per
+// object: by occurrenceEncodeAhead before the fire time, or else when the statement is sent.
+const encodedItems = new WeakMap<OccurrenceInput, readonly string[]>();
+const encodedAdvances = new WeakMap<ScheduleAdvance, readonly string[]>();
+
+function encodeItem(i: OccurrenceInput): readonly string[] {
+  let e = encodedItems.get(i);
+  if (e === undefined) {
+    e = [
+      arrayElement(i.scheduleId),
+      arrayElement(i.version),
+      arrayElement(i.fireAt),
+      arrayElement(i.state),
+      arrayElement(i.reason),
+      arrayElement(i.runAt),
+      arrayElement(i.idempotencyKey),
+      arrayElement(i.source),
+      arrayElement(i.cancelPrevious),
+    ];
+    encodedItems.set(i, e);
+  }
+  return e;
+}
+
+function encodeAdvance(a: ScheduleAdvance): readonly string[] {
+  let e = encodedAdvances.get(a);
+  if (e === undefined) {
+    e = [
+      arrayElement(a.scheduleId),
+      arrayElement(a.version),
+      arrayElement(a.nextFireAt),
+      arrayElement(a.lastFireAt),
+    ];
+    encodedAdvances.set(a, e);
+  }
+  return e;
+}
+
+/** One array literal per column of the encoded rows. */
+function columns(rows: readonly (readonly string[])[], width: number): string[] {
+  const out: string[] = [];
+  for (let c = 0; c < width; c++) out.push(arrayLiteral(rows.map((r) => r[c] ?? 'NULL')));
+  return out;
+}
+
+/**
+ * Serialises these inputs' values now, so that an occurrenceMaterialise of the same objects later
+ * only joins strings: the leader does it when planning ahead of a fire time, taking the conversion
+ * (~30–140 ms per 2,500 rows on 2 loaded cores, with pg's own) out of the time between the fire time
+ * and the write.
+ */
+export function occurrenceEncodeAhead(
+  items: readonly OccurrenceInput[],
+  advances: readonly ScheduleAdvance[],
+): void {
+  for (const i of items) encodeItem(i);
+  for (const a of advances) encodeAdvance(a);
 }
 
 /** Who may write: the lease term that must still hold when the statement runs; null writes unfenced. */
@@ -166,19 +228,9 @@ export async function occurrenceMaterialise(
       fence?.lease ?? null,
       fence?.holder ?? null,
       fence?.epoch ?? null,
-      items.map((i) => i.scheduleId),
-      items.map((i) => i.version),
-      items.map((i) => i.fireAt),
-      items.map((i) => i.state),
-      items.map((i) => i.reason),
-      items.map((i) => i.runAt),
-      items.map((i) => i.idempotencyKey),
-      items.map((i) => i.source),
-      items.map((i) => i.cancelPrevious),
-      advances.map((a) => a.scheduleId),
-      advances.map((a) => a.version),
-      advances.map((a) => a.nextFireAt),
-      advances.map((a) => a.lastFireAt),
+      // $4–$12, then $13–$16, as array literals.
+      ...columns(items.map(encodeItem), 9),
+      ...columns(advances.map(encodeAdvance), 4),
     ],
   });
   const row = rows[0];

@@ -58,6 +58,15 @@ function runAgainstModel(make: () => DueIndex, ops: Op[]): void {
       model.delete(`s${o.id}`);
     } else {
       now += o.advance;
+      if (index.peekDue !== undefined) {
+        // Peeking ahead sees exactly the live entries due by then, and takes nothing out.
+        const horizon = now + 60_000;
+        const ahead = [...model.values()].filter((e) => e.dueMs <= horizon).sort(compareEntries);
+        assert.deepEqual(index.peekDue(horizon, 1_000).sort(compareEntries), ahead);
+        const some = index.peekDue(horizon, 2);
+        assert.equal(some.length, Math.min(2, ahead.length));
+        for (const e of some) assert.ok(ahead.includes(model.get(e.id)!));
+      }
       const expected = [...model.values()]
         .filter((e) => e.dueMs <= now)
         .sort(compareEntries)
