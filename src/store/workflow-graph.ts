@@ -1,10 +1,10 @@
 /**
- * The graph side of a workflow's node listing: each listed node's parents (`dependsOn`), read from
- * `workflow_edges`. Edges are keyed by parent (release reads children), and there is no index by
- * child; adding one would slow every submit of 100,000 nodes for a read only the listing needs. So
- * the parents of a page are found from the parent side: the workflow's nodes by `(workflow_id, …)`
- * index, then each node's edges by primary-key range, kept when the child is on the page. That costs
- * one pass over the workflow's edges per page: nothing for the drawable workflows (up to a few
+ * The graph side of a workflow's node listing: each listed node's parents (`dependsOn`). Edges are
+ * stored as each node's array of children (release reads children), and nothing indexes them by
+ * child; an index, or a parents array beside it, would slow every submit of 100,000 nodes for a read
+ * only the listing needs. So the parents of a page are found from the parent side: the workflow's
+ * nodes by `(workflow_id, …)` index, keeping each whose children include a node of the page. That
+ * costs one pass over the workflow's rows per page: nothing for the drawable workflows (up to a few
  * hundred nodes) the dashboard asks for, linear for large ones.
  */
 import type { Queryable } from './pool.ts';
@@ -22,10 +22,8 @@ export async function workflowNodeParents(
        SELECT id, key FROM workflow_nodes WHERE workflow_id = $1 AND key = ANY($2::text[])
      )
      SELECT c.key AS child, array_agg(p.key ORDER BY p.key) AS parents
-     FROM workflow_nodes p
-     JOIN workflow_edges e ON e.parent_id = p.id
-     JOIN page c ON c.id = e.child_id
-     WHERE p.workflow_id = $1
+     FROM workflow_nodes p, unnest(p.children) AS e(child_id), page c
+     WHERE p.workflow_id = $1 AND p.children && ARRAY(SELECT id FROM page) AND c.id = e.child_id
      GROUP BY c.key`,
     [workflowId, keys],
   );

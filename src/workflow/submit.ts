@@ -1,10 +1,10 @@
 /**
  * Submission: validate first (nothing is written for an invalid workflow), then one transaction of
- * three statements whatever the size: the workflow row, every node and edge (one `unnest` insert),
- * and the jobs of the nodes with no dependencies.
+ * a few statements whatever the size: the workflow row, a block of node ids, every node with its
+ * children's ids (one COPY), and the jobs of the nodes with no dependencies.
  */
 import { randomUUID } from 'node:crypto';
-import type { Queryable } from '../store/pool.ts';
+import type { PoolClient } from '../store/pool.ts';
 import { workflowNodeInsertMany } from '../store/workflow-nodes.ts';
 import { workflowStart } from '../store/workflow-release.ts';
 import { workflowGet, workflowInsert } from '../store/workflows.ts';
@@ -29,7 +29,7 @@ function isForeignKeyViolation(error: unknown): boolean {
 
 /** Submits in the caller's transaction. */
 export async function workflowSubmitTx(
-  tx: Queryable,
+  tx: Pick<PoolClient, 'query'>,
   spec: WorkflowSpec,
   options: SubmitOptions = {},
 ): Promise<SubmitResult> {

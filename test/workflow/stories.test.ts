@@ -242,8 +242,8 @@ test('story 3: workers killed at random points of a 2,000-node fan-out/fan-in; i
   assert.ok((lost.rows[0]?.n ?? 0) > 0, 'the kills hit running nodes');
   // Dependencies held: every node first ran after all of its parents had succeeded.
   const early = await db.pool.query<{ key: string }>(
-    `SELECT c.key FROM workflow_edges e
-     JOIN workflow_nodes p ON p.id = e.parent_id JOIN workflow_nodes c ON c.id = e.child_id
+    `SELECT c.key FROM workflow_nodes p, unnest(p.children) AS e(child_id)
+     JOIN workflow_nodes c ON c.id = e.child_id
      WHERE c.workflow_id = 'story3'
        AND (SELECT min(x.at) FROM wf_exec x WHERE x.node = c.key) < p.finished_at`,
   );

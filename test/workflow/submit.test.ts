@@ -116,7 +116,7 @@ test('an invalid workflow writes nothing', async () => {
 });
 
 // 20,000 nodes keep the suite lean on a shared machine; `npm run bench workflow` submits 100,000.
-test('a 20,000-node workflow is stored with edges by parent and only its roots enqueued', async () => {
+test('a 20,000-node workflow is stored with the children of each node and only its roots enqueued', async () => {
   const nodes = Array.from({ length: 20_000 }, (_, i) => ({
     id: `n${i}`,
     kind: 'k',
@@ -128,13 +128,25 @@ test('a 20,000-node workflow is stored with edges by parent and only its roots e
   assert.equal(r.edges, 19_900 * 2 - 100);
   const { rows } = await db.pool.query<{ queued: number; edges: number }>(
     `SELECT (SELECT count(*)::int FROM workflow_nodes WHERE workflow_id = 'big' AND state = 'queued') AS queued,
-            (SELECT count(*)::int FROM workflow_edges e JOIN workflow_nodes n ON n.id = e.child_id
-             WHERE n.workflow_id = 'big') AS edges`,
+            (SELECT count(*)::int FROM workflow_nodes p, unnest(p.children) AS e(child_id)
+             JOIN workflow_nodes c ON c.id = e.child_id AND c.workflow_id = 'big'
+             WHERE p.workflow_id = 'big') AS edges`,
   );
   assert.deepEqual(rows[0], { queued: 100, edges: r.edges });
+  // Every node's parents, read back through the children arrays, are the ones it named.
+  const parents = await db.pool.query<{ key: string; parents: string[] }>(
+    `SELECT c.key, array_agg(p.key ORDER BY p.key) AS parents
+     FROM workflow_nodes p, unnest(p.children) AS e(child_id), workflow_nodes c
+     WHERE p.workflow_id = 'big' AND c.id = e.child_id AND c.key IN ('n100', 'n5099')
+     GROUP BY c.key ORDER BY c.key`,
+  );
+  assert.deepEqual(parents.rows, [
+    { key: 'n100', parents: ['n0'] },
+    { key: 'n5099', parents: ['n4999', 'n99'] },
+  ]);
 });
 
-test('deleting a workflow row removes its nodes and edges (the cascade 0006 keeps as a trigger)', async () => {
+test('deleting a workflow row removes its nodes (the cascade 0006 keeps as a trigger)', async () => {
   await workflows.submit({
     id: 'doomed',
     nodes: [
@@ -149,12 +161,12 @@ test('deleting a workflow row removes its nodes and edges (the cascade 0006 keep
       { id: 'b', kind: 'k', dependsOn: ['a'] },
     ],
   });
-  const edgesBefore = await count('workflow_edges');
+  const nodesBefore = await count('workflow_nodes');
   await db.pool.query(`DELETE FROM workflows WHERE id = 'doomed'`);
   const { rows } = await db.pool.query<{ workflow_id: string }>(
     'SELECT DISTINCT workflow_id FROM workflow_nodes WHERE workflow_id IN ($1, $2)',
     ['doomed', 'kept'],
   );
   assert.deepEqual(rows, [{ workflow_id: 'kept' }]);
-  assert.equal(await count('workflow_edges'), edgesBefore - 1);
+  assert.equal(await count('workflow_nodes'), nodesBefore - 2);
 });
