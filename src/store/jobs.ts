@@ -76,6 +76,8 @@ export interface JobInsert {
   payload: unknown;
   /** `payload` already serialised (validateEnqueue does it once while checking it); else stringified here. */
   payloadJson?: string;
+  /** true: the key was made for this enqueue (newJobKey), not given by the caller, so no job has it yet. */
+  keyGenerated?: boolean;
   priority: number;
   /** null: now, by the database's clock. */
   runAt: Date | null;
@@ -105,14 +107,23 @@ export async function jobInsertMany(db: Queryable, jobs: readonly JobInsert[]): 
   const [only] = jobs;
   if (only === undefined) return [];
   const inserted = jobs.length === 1 ? await insertOne(db, only) : await insertMany(db, jobs);
+  // Generated keys are unique by themselves, so their rows are found by key alone; the others by
+  // (queue, key), with duplicates and keys already present to resolve. (Building a composite string
+  // and three hash lookups per job took ~0.25 s of Node time for 50,000 jobs.)
+  const fresh = new Map<string, number>();
   const byKey = new Map<string, number>();
   const created = new Set<string>();
   for (const row of inserted.rows) {
+    if (row.fresh === true) {
+      fresh.set(row.key, row.id);
+      continue;
+    }
     const k = `${row.queue}\u0000${row.key}`;
     byKey.set(k, row.id);
     created.add(k);
   }
-  const missing = jobs.filter((j) => !byKey.has(`${j.queue}\u0000${j.idempotencyKey}`));
+  const keyed = fresh.size === jobs.length ? [] : jobs.filter((j) => j.keyGenerated !== true);
+  const missing = keyed.filter((j) => !byKey.has(`${j.queue}\u0000${j.idempotencyKey}`));
   if (missing.length > 0) {
     const existing = await db.query<InsertedRow>(
       `SELECT j.id, j.queue, j.idempotency_key AS key
@@ -124,6 +135,10 @@ export async function jobInsertMany(db: Queryable, jobs: readonly JobInsert[]): 
   }
   const seen = new Set<string>();
   return jobs.map((j) => {
+    if (j.keyGenerated === true) {
+      const id = fresh.get(j.idempotencyKey);
+      if (id !== undefined) return { id, queue: j.queue, idempotencyKey: j.idempotencyKey, created: true };
+    }
     const k = `${j.queue}\u0000${j.idempotencyKey}`;
     const id = byKey.get(k);
     if (id === undefined) throw new Error(`job ${j.queue}/${j.idempotencyKey} neither inserted nor found`);
@@ -141,6 +156,8 @@ interface InsertedRow {
   id: number;
   queue: string;
   key: string;
+  /** Inserted by the insert of generated keys (insertMany only). */
+  fresh?: boolean;
 }
 
 /**
@@ -175,38 +192,64 @@ async function insertOne(db: Queryable, j: JobInsert): Promise<pg.QueryResult<In
   });
 }
 
-/** Many jobs in one statement: parallel arrays through `unnest`. */
-async function insertMany(db: Queryable, jobs: readonly JobInsert[]): Promise<pg.QueryResult<InsertedRow>> {
-  return db.query<InsertedRow>({
-    name: 'tidemark_job_insert_many',
-    text: `INSERT INTO jobs (${INSERT_COLUMNS})
-     SELECT i.queue, i.kind, i.tenant_id, i.payload, i.priority,
+/** The SELECT that turns twelve parallel arrays, from parameter $`from` on, into rows for jobs. */
+function unnestRows(from: number): string {
+  const p = (n: number): string => `$${from + n}`;
+  return `SELECT i.queue, i.kind, i.tenant_id, i.payload, i.priority,
             CASE WHEN i.run_at > now() THEN 'scheduled' ELSE 'available' END,
             coalesce(i.run_at, now()),
             coalesce(i.max_attempts, q.max_attempts, 4),
             i.timeout_ms, i.heartbeat_ms, i.backoff_base_ms, i.backoff_max_ms, i.key
-     FROM unnest($1::text[], $2::text[], $3::text[], $4::jsonb[], $5::int[], $6::timestamptz[], $7::int[],
-                 $8::int[], $9::int[], $10::int[], $11::int[], $12::text[])
+     FROM unnest(${p(0)}::text[], ${p(1)}::text[], ${p(2)}::text[], ${p(3)}::jsonb[], ${p(4)}::int[],
+                 ${p(5)}::timestamptz[], ${p(6)}::int[], ${p(7)}::int[], ${p(8)}::int[], ${p(9)}::int[],
+                 ${p(10)}::int[], ${p(11)}::text[])
           AS i(queue, kind, tenant_id, payload, priority, run_at, max_attempts, timeout_ms, heartbeat_ms,
                backoff_base_ms, backoff_max_ms, key)
           -- A join, not a subquery per row: 50,000 lookups of the same queue cost ~100 ms.
-          LEFT JOIN queues q ON q.name = i.queue
-     ON CONFLICT (queue, idempotency_key) DO NOTHING
-     RETURNING id, queue, idempotency_key AS key`,
-    values: [
-      jobs.map((j) => j.queue),
-      jobs.map((j) => j.kind),
-      jobs.map((j) => j.tenantId),
-      jobs.map((j) => j.payloadJson ?? JSON.stringify(j.payload ?? null)),
-      jobs.map((j) => j.priority),
-      jobs.map((j) => j.runAt),
-      jobs.map((j) => j.maxAttempts),
-      jobs.map((j) => j.timeoutMs),
-      jobs.map((j) => j.heartbeatMs),
-      jobs.map((j) => j.backoffBaseMs),
-      jobs.map((j) => j.backoffMaxMs),
-      jobs.map((j) => j.idempotencyKey),
-    ],
+          LEFT JOIN queues q ON q.name = i.queue`;
+}
+
+function columnArrays(jobs: readonly JobInsert[]): unknown[] {
+  return [
+    jobs.map((j) => j.queue),
+    jobs.map((j) => j.kind),
+    jobs.map((j) => j.tenantId),
+    jobs.map((j) => j.payloadJson ?? JSON.stringify(j.payload ?? null)),
+    jobs.map((j) => j.priority),
+    jobs.map((j) => j.runAt),
+    jobs.map((j) => j.maxAttempts),
+    jobs.map((j) => j.timeoutMs),
+    jobs.map((j) => j.heartbeatMs),
+    jobs.map((j) => j.backoffBaseMs),
+    jobs.map((j) => j.backoffMaxMs),
+    jobs.map((j) => j.idempotencyKey),
+  ];
+}
+
+/**
+ * Many jobs in one statement: parallel arrays through `unnest`, in two inserts. Jobs whose key was
+ * made for this enqueue (`keyGenerated`) can not clash, so they skip ON CONFLICT's speculative
+ * insertion (an extra probe of the key index and a confirm per row): 50,000 rows took 1,210 ms of
+ * PostgreSQL CPU against 1,630–1,850 ms with ON CONFLICT (time-ordered keys, alternating runs).
+ */
+async function insertMany(db: Queryable, jobs: readonly JobInsert[]): Promise<pg.QueryResult<InsertedRow>> {
+  const fresh = jobs.filter((j) => j.keyGenerated === true);
+  const keyed = fresh.length === 0 ? jobs : jobs.filter((j) => j.keyGenerated !== true);
+  return db.query<InsertedRow>({
+    name: 'tidemark_job_insert_many',
+    text: `WITH fresh AS (
+       INSERT INTO jobs (${INSERT_COLUMNS})
+       ${unnestRows(1)}
+       RETURNING id, queue, idempotency_key AS key
+     ),
+     keyed AS (
+       INSERT INTO jobs (${INSERT_COLUMNS})
+       ${unnestRows(13)}
+       ON CONFLICT (queue, idempotency_key) DO NOTHING
+       RETURNING id, queue, idempotency_key AS key
+     )
+     SELECT id, queue, key, true AS fresh FROM fresh UNION ALL SELECT id, queue, key, false FROM keyed`,
+    values: [...columnArrays(fresh), ...columnArrays(keyed)],
   });
 }
 

@@ -105,5 +105,6 @@ export function validateEnqueue(input: EnqueueInput, prefix: string): JobInsert 
     backoffBaseMs,
     backoffMaxMs,
     idempotencyKey: key,
+    keyGenerated: input.idempotencyKey === undefined,
   };
 }
