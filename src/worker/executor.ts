@@ -103,9 +103,9 @@ export async function runAttempt(spec: AttemptSpec): Promise<AttemptResult> {
         deadline = setTimeout(() => abort.abort(new JobTimeoutError(`deadline of ${ms} ms passed`)), ms);
       }
       // Once the signal fires, the handler has the grace period to settle; then it is abandoned.
-      const onAbort = (): void => void (grace = setTimeout(() => resolve('abandoned'), spec.graceMs));
-      if (abort.aborted) onAbort();
-      else abort.onAbort(onAbort);
+      // (Inline callbacks: a named arrow costs a __name() call per attempt under tsx.)
+      if (abort.aborted) grace = setTimeout(() => resolve('abandoned'), spec.graceMs);
+      else abort.onAbort(() => void (grace = setTimeout(() => resolve('abandoned'), spec.graceMs)));
       try {
         handler(spec.context).then(
           () => resolve(OK),
