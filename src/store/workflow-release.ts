@@ -10,7 +10,7 @@
 import type { Queryable } from './pool.ts';
 import {
   workflowNodeCancelUnstarted,
-  workflowNodeChildrenDecrement,
+  workflowNodeChildrenRelease,
   workflowNodeFailByJobs,
   workflowNodeFailedIds,
   workflowNodeJobsCreate,
@@ -99,11 +99,13 @@ async function propagate(
   while (succeeded.length > 0 || ready.length > 0) {
     progress.succeeded(succeeded);
     if (succeeded.length > 0) {
+      // Job children of running workflows are released by this statement itself.
       ready = [
         ...ready,
-        ...(await workflowNodeChildrenDecrement(
+        ...(await workflowNodeChildrenRelease(
           tx,
           succeeded.map((n) => n.id),
+          [...running],
         )),
       ];
     }
