@@ -157,6 +157,7 @@ export class Scheduler {
   /** Schedules whose spec did not compile, to be taken out of the due set in the database. */
   readonly #broken = new Map<string, { id: string; version: number; error: string }>();
   #lastResyncMono = 0;
+  #lastPlanAheadMono = -Infinity;
   #resyncSince: Date | null = null;
   /**
    * The control connection: LISTEN and every lease statement. Kept apart from the pool the ticks
@@ -337,6 +338,7 @@ export class Scheduler {
     this.#cache.clear();
     this.#pendingRefresh.clear();
     this.#ahead.clear();
+    this.#lastPlanAheadMono = -Infinity;
     const index = this.#makeIndex();
     let after: string | null = null;
     // The resync reads edits from this instant on; take it before the load so none fall between.
@@ -563,6 +565,11 @@ export class Scheduler {
   async #planAhead(): Promise<void> {
     const index = this.#index;
     if (index?.peekDue === undefined || this.#planAheadMs <= 0 || !this.#stillTrusted()) return;
+    // A pass every quarter of the horizon plans everything at least 3/4 of it ahead, and at 20 ticks
+    // a second (steady flow) saves walking the same ~planAheadMs × fire rate entries on every tick.
+    const nowMono = this.#clock.monotonicMs();
+    if (nowMono - this.#lastPlanAheadMono < this.#planAheadMs / 4) return;
+    this.#lastPlanAheadMono = nowMono;
     const entries = index.peekDue(this.time.nowMs() + this.#planAheadMs, PLAN_AHEAD_LIMIT);
     let planned = 0;
     for (const e of entries) {
