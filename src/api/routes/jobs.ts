@@ -1,5 +1,4 @@
 /** Jobs: enqueue one or many, list with filters, show with attempts and progress, cancel, retry. */
-import { randomUUID } from 'node:crypto';
 import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
 import { jobAttemptListByJobs } from '../../store/job-attempts.ts';
@@ -16,6 +15,7 @@ import {
 import { withTransaction, type Queryable } from '../../store/pool.ts';
 import { tenantExists } from '../../store/tenant-admin.ts';
 import { PUSH_KIND, PUSH_QUEUE, pushPayload } from '../../push/target.ts';
+import { newJobKey } from '../../worker/job-key.ts';
 import type { Api } from '../app.ts';
 import { tenantScope } from '../auth.ts';
 import { ApiError, badRequest, conflict, notFound, type FieldError } from '../errors.ts';
@@ -100,7 +100,8 @@ function toInsert(input: JobInput, tenantId: string, at: string, problems: Field
     heartbeatMs: input.heartbeatMs ?? null,
     backoffBaseMs: input.backoffBaseMs ?? null,
     backoffMaxMs: input.backoffMaxMs ?? null,
-    idempotencyKey: input.idempotencyKey ?? randomUUID(),
+    idempotencyKey: input.idempotencyKey ?? newJobKey(),
+    keyGenerated: input.idempotencyKey === undefined,
   };
 }
 
