@@ -22,15 +22,15 @@ const COLUMNS = `name, max_running AS "maxRunning", max_attempts AS "maxAttempts
 
 /**
  * Creates the queue or changes the settings given; a setting left undefined keeps its stored value
- * (or the column default for a new queue). `null` clears an optional one.
+ * (or the column default for a new queue). `null` clears an optional one. `created` tells which.
  */
 export async function queueUpsert(
   db: Queryable,
   name: string,
   settings: Partial<QueueSettings>,
-): Promise<QueueRow> {
+): Promise<{ row: QueueRow; created: boolean }> {
   const has = (k: keyof QueueSettings): boolean => settings[k] !== undefined;
-  const result = await db.query<QueueRow>(
+  const result = await db.query<QueueRow & { created: boolean }>(
     `INSERT INTO queues (name, max_running, max_attempts, backoff_base_ms, backoff_max_ms, timeout_ms)
      VALUES ($1, $3, coalesce($5, 4), coalesce($7, 1000), coalesce($9, 3600000), $11)
      ON CONFLICT (name) DO UPDATE SET
@@ -40,7 +40,7 @@ export async function queueUpsert(
        backoff_max_ms = CASE WHEN $8 THEN EXCLUDED.backoff_max_ms ELSE queues.backoff_max_ms END,
        timeout_ms = CASE WHEN $10 THEN EXCLUDED.timeout_ms ELSE queues.timeout_ms END,
        updated_at = now()
-     RETURNING ${COLUMNS}`,
+     RETURNING ${COLUMNS}, (xmax = 0) AS created`,
     [
       name,
       has('maxRunning'),
@@ -57,10 +57,16 @@ export async function queueUpsert(
   );
   const row = result.rows[0];
   if (row === undefined) throw new Error(`queue ${name}: upsert returned no row`);
-  return row;
+  const { created, ...rest } = row;
+  return { row: rest, created };
 }
 
 export async function queueGet(db: Queryable, name: string): Promise<QueueRow | undefined> {
   const result = await db.query<QueueRow>(`SELECT ${COLUMNS} FROM queues WHERE name = $1`, [name]);
   return result.rows[0];
+}
+
+export async function queueList(db: Queryable): Promise<QueueRow[]> {
+  const result = await db.query<QueueRow>(`SELECT ${COLUMNS} FROM queues ORDER BY name`);
+  return result.rows;
 }

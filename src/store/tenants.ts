@@ -9,17 +9,36 @@ export interface TenantRow {
   createdAt: Date;
 }
 
+const COLUMNS = 'id, name, max_running AS "maxRunning", created_at AS "createdAt"';
+
+export async function tenantExists(db: Queryable, id: string): Promise<boolean> {
+  const { rows } = await db.query('SELECT 1 FROM tenants WHERE id = $1', [id]);
+  return rows.length > 0;
+}
+
+export async function tenantGet(db: Queryable, id: string): Promise<TenantRow | undefined> {
+  const { rows } = await db.query<TenantRow>(`SELECT ${COLUMNS} FROM tenants WHERE id = $1`, [id]);
+  return rows[0];
+}
+
+export async function tenantList(db: Queryable): Promise<TenantRow[]> {
+  const { rows } = await db.query<TenantRow>(`SELECT ${COLUMNS} FROM tenants ORDER BY id`);
+  return rows;
+}
+
+/** Creates the tenant or replaces its name and quota; `created` tells which. */
 export async function tenantUpsert(
   db: Queryable,
   tenant: { id: string; name: string; maxRunning: number | null },
-): Promise<TenantRow> {
-  const result = await db.query<TenantRow>(
+): Promise<{ row: TenantRow; created: boolean }> {
+  const { rows } = await db.query<TenantRow & { created: boolean }>(
     `INSERT INTO tenants (id, name, max_running) VALUES ($1, $2, $3)
      ON CONFLICT (id) DO UPDATE SET name = EXCLUDED.name, max_running = EXCLUDED.max_running
-     RETURNING id, name, max_running AS "maxRunning", created_at AS "createdAt"`,
+     RETURNING ${COLUMNS}, (xmax = 0) AS created`,
     [tenant.id, tenant.name, tenant.maxRunning],
   );
-  const row = result.rows[0];
+  const row = rows[0];
   if (row === undefined) throw new Error(`tenant ${tenant.id}: upsert returned no row`);
-  return row;
+  const { created, ...rest } = row;
+  return { row: rest, created };
 }

@@ -6,7 +6,7 @@ import { after } from 'node:test';
 import { pino } from 'pino';
 import { createApiServer, type ApiServerOptions } from '../../src/api/server.ts';
 import { tokenMint } from '../../src/api/tokens.ts';
-import { tenantUpsert } from '../../src/store/tenant-admin.ts';
+import { tenantUpsert } from '../../src/store/tenants.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 
 export interface Reply<T = Record<string, unknown>> {

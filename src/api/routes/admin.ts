@@ -1,13 +1,7 @@
 /** Administration (admin tokens only): API tokens, tenants and their quotas, queue limits and retry defaults. */
 import { Type } from '@sinclair/typebox';
-import { queueGet, queueList, queueUpsert, type QueueRow } from '../../store/queue-admin.ts';
-import {
-  tenantExists,
-  tenantGet,
-  tenantList,
-  tenantUpsert,
-  type TenantRow,
-} from '../../store/tenant-admin.ts';
+import { queueGet, queueList, queueUpsert, type QueueRow } from '../../store/queues.ts';
+import { tenantExists, tenantGet, tenantList, tenantUpsert, type TenantRow } from '../../store/tenants.ts';
 import { tokenList, tokenRevoke, type TokenRow } from '../../store/tokens.ts';
 import type { Api } from '../app.ts';
 import { requireAdmin } from '../auth.ts';
@@ -44,7 +38,7 @@ const Tenant = Type.Object({
 });
 
 function tenantJson(row: TenantRow) {
-  return { id: row.id, name: row.name, maxRunning: row.max_running, createdAt: row.created_at.toISOString() };
+  return { id: row.id, name: row.name, maxRunning: row.maxRunning, createdAt: row.createdAt.toISOString() };
 }
 
 const Queue = Type.Object({
@@ -70,11 +64,11 @@ function queueJson(name: string, row: QueueRow | undefined) {
   if (row === undefined) return { name, ...QUEUE_DEFAULTS, configured: false };
   return {
     name: row.name,
-    maxRunning: row.max_running,
-    maxAttempts: row.max_attempts,
-    backoffBaseMs: row.backoff_base_ms,
-    backoffMaxMs: row.backoff_max_ms,
-    timeoutMs: row.timeout_ms,
+    maxRunning: row.maxRunning,
+    maxAttempts: row.maxAttempts,
+    backoffBaseMs: row.backoffBaseMs,
+    backoffMaxMs: row.backoffMaxMs,
+    timeoutMs: row.timeoutMs,
     configured: true,
   };
 }

@@ -13,7 +13,7 @@ import {
   type JobRow,
 } from '../../store/jobs.ts';
 import { withTransaction, type Queryable } from '../../store/pool.ts';
-import { tenantExists } from '../../store/tenant-admin.ts';
+import { tenantExists } from '../../store/tenants.ts';
 import { PUSH_KIND, PUSH_QUEUE, pushPayload } from '../../push/target.ts';
 import { newJobKey } from '../../worker/job-key.ts';
 import type { Api } from '../app.ts';
