@@ -7,6 +7,7 @@
 import { ApiError, get, post, query } from '../api.ts';
 import { badge, bar, h, notice, show, table } from '../dom.ts';
 import { ago, duration, json, local, utc } from '../format.ts';
+import { choice, filterForm, tenantChoice } from '../filters.ts';
 import { errorText, poll, type PageContext } from '../page.ts';
 import { heartbeatView, progressView } from '../progress.ts';
 import { JOB_STATES, type Job, type JobDetail, type Page } from '../types.ts';
@@ -97,7 +98,7 @@ export async function jobsPage(ctx: PageContext): Promise<void> {
   };
   const status = h('div', { class: 'status-line' });
   const list = h('div');
-  show(ctx.main, h('h1', {}, 'Jobs'), filterForm(ctx, filters), status, list);
+  show(ctx.main, h('h1', {}, 'Jobs'), jobFilters(ctx, filters), status, list);
   const refresh = async (): Promise<void> => {
     const page = await get<Page<Job>>(
       `/v1/jobs${query({ ...filters, tenantId: ctx.session.admin ? filters.tenantId : undefined, limit: 100 })}`,
@@ -133,39 +134,20 @@ export async function jobsPage(ctx: PageContext): Promise<void> {
   await Promise.resolve();
 }
 
-function filterForm(ctx: PageContext, f: { queue: string; state: string; tenantId: string }): HTMLElement {
+function jobFilters(ctx: PageContext, f: { queue: string; state: string; tenantId: string }): HTMLElement {
   const queue = h('input', { id: 'f-queue', name: 'queue', value: f.queue, autocomplete: 'off' });
-  const state = h(
-    'select',
-    { id: 'f-state', name: 'state' },
-    h('option', { value: '' }, 'any'),
-    JOB_STATES.map((s) => h('option', { value: s, selected: s === f.state }, s)),
-  );
-  const tenant = ctx.session.admin
-    ? h(
-        'select',
-        { id: 'f-tenant', name: 'tenantId' },
-        h('option', { value: '' }, 'all'),
-        ctx.session.tenants.map((t) => h('option', { value: t, selected: t === f.tenantId }, t)),
-      )
-    : null;
-  return h(
-    'form',
-    {
-      class: 'filters',
-      role: 'search',
-      'aria-label': 'Filter jobs',
-      onsubmit: (event: Event) => {
-        event.preventDefault();
-        location.hash = `#/jobs${query({ queue: queue.value.trim(), state: state.value, tenantId: tenant?.value })}`;
-      },
+  const state = choice('f-state', 'state', 'any', JOB_STATES, f.state);
+  const tenant = tenantChoice(ctx, 'f-tenant', f.tenantId);
+  return filterForm(
+    'Filter jobs',
+    [
+      ['Queue', queue],
+      ['State', state],
+      ['Tenant', tenant],
+    ],
+    () => {
+      location.hash = `#/jobs${query({ queue: queue.value.trim(), state: state.value, tenantId: tenant?.value })}`;
     },
-    h('label', { for: 'f-queue' }, 'Queue'),
-    queue,
-    h('label', { for: 'f-state' }, 'State'),
-    state,
-    tenant === null ? null : [h('label', { for: 'f-tenant' }, 'Tenant'), tenant],
-    h('button', { type: 'submit' }, 'Filter'),
   );
 }
 

@@ -8,6 +8,7 @@ import { ApiError, get, post, query } from '../api.ts';
 import { badge, h, notice, show, table } from '../dom.ts';
 import { ago, local, utc } from '../format.ts';
 import { GRAPH_MAX, workflowGraph } from '../graph.ts';
+import { choice, filterForm, tenantChoice } from '../filters.ts';
 import { errorText, missingRoutes, poll, type PageContext } from '../page.ts';
 import type { Page, WorkflowNode, WorkflowStatus, WorkflowSummary } from '../types.ts';
 
@@ -42,7 +43,7 @@ export async function workflowsPage(ctx: PageContext): Promise<void> {
   };
   const status = h('div', { class: 'status-line' });
   const list = h('div');
-  show(ctx.main, h('h1', {}, 'Workflows'), openForm(), filterForm(ctx, filters), status, list);
+  show(ctx.main, h('h1', {}, 'Workflows'), openForm(), workflowFilters(ctx, filters), status, list);
   const refresh = async (): Promise<void> => {
     const page = await get<Page<WorkflowSummary>>(
       `/v1/workflows${query({ ...filters, tenantId: ctx.session.admin ? filters.tenantId : undefined, limit: LIST_PAGE })}`,
@@ -105,36 +106,18 @@ function openForm(): HTMLElement {
   );
 }
 
-function filterForm(ctx: PageContext, f: { state: string; tenantId: string }): HTMLElement {
-  const state = h(
-    'select',
-    { id: 'wf-state', name: 'state' },
-    h('option', { value: '' }, 'any'),
-    STATES.map((s) => h('option', { value: s, selected: s === f.state }, s)),
-  );
-  const tenant = ctx.session.admin
-    ? h(
-        'select',
-        { id: 'wf-tenant', name: 'tenantId' },
-        h('option', { value: '' }, 'all'),
-        ctx.session.tenants.map((t) => h('option', { value: t, selected: t === f.tenantId }, t)),
-      )
-    : null;
-  return h(
-    'form',
-    {
-      class: 'filters',
-      role: 'search',
-      'aria-label': 'Filter workflows',
-      onsubmit: (event: Event) => {
-        event.preventDefault();
-        location.hash = `#/workflows${query({ state: state.value, tenantId: tenant?.value })}`;
-      },
+function workflowFilters(ctx: PageContext, f: { state: string; tenantId: string }): HTMLElement {
+  const state = choice('wf-state', 'state', 'any', STATES, f.state);
+  const tenant = tenantChoice(ctx, 'wf-tenant', f.tenantId);
+  return filterForm(
+    'Filter workflows',
+    [
+      ['State', state],
+      ['Tenant', tenant],
+    ],
+    () => {
+      location.hash = `#/workflows${query({ state: state.value, tenantId: tenant?.value })}`;
     },
-    h('label', { for: 'wf-state' }, 'State'),
-    state,
-    tenant === null ? null : [h('label', { for: 'wf-tenant' }, 'Tenant'), tenant],
-    h('button', { type: 'submit' }, 'Filter'),
   );
 }
 
