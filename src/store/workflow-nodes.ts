@@ -20,6 +20,12 @@ export const NodeState = {
 } as const;
 export type NodeState = (typeof NodeState)[keyof typeof NodeState];
 
+/** Each node's children, compressed: node i's are index[start[i] .. start[i + 1]). */
+export interface NodeChildren {
+  start: Int32Array;
+  index: Int32Array;
+}
+
 export interface WorkflowNodeInsert {
   key: string;
   type: 'job' | 'signal';
@@ -71,27 +77,14 @@ function copyInt(value: number | null): string {
   return value === null ? COPY_NULL : String(value);
 }
 
-/** Children of each node in compressed form: node i's children are index[start[i] .. start[i + 1]). */
-function childrenOf(nodes: WorkflowNodeInsert[]): { start: Int32Array; index: Int32Array } {
-  const start = new Int32Array(nodes.length + 1);
-  for (const n of nodes) for (const p of n.parents) (start[p + 1] as number)++;
-  for (let i = 0; i < nodes.length; i++) (start[i + 1] as number) += start[i] as number;
-  const index = new Int32Array(start[nodes.length] as number);
-  const next = start.slice(0, nodes.length);
-  nodes.forEach((n, i) => {
-    for (const p of n.parents) index[(next[p] as number)++] = i;
-  });
-  return { start, index };
-}
-
 /** The COPY text rows of a workflow's nodes, a chunk of rows at a time. */
 function* copyRows(
   workflowId: string,
   nodes: WorkflowNodeInsert[],
+  children: NodeChildren,
   id: (i: number) => number,
 ): Generator<string> {
   const workflow = copyText(workflowId);
-  const children = childrenOf(nodes);
   let chunk = '';
   for (let i = 0; i < nodes.length; i++) {
     const n = nodes[i] as WorkflowNodeInsert;
@@ -129,6 +122,7 @@ export async function workflowNodeInsertMany(
   q: Pick<PoolClient, 'query'>,
   workflowId: string,
   nodes: WorkflowNodeInsert[],
+  children: NodeChildren,
 ): Promise<NodeRef[]> {
   const { rows } = await q.query<{ start: number }>(
     `SELECT nextval('workflow_nodes_id_seq') AS start FROM generate_series(1, $1::int)`,
@@ -137,7 +131,7 @@ export async function workflowNodeInsertMany(
   const starts = rows.map((r) => r.start).sort((a, b) => a - b);
   const id = (i: number): number => (starts[Math.floor(i / NODE_ID_BLOCK)] as number) + (i % NODE_ID_BLOCK);
   await pipeline(
-    Readable.from(copyRows(workflowId, nodes, id)),
+    Readable.from(copyRows(workflowId, nodes, children, id)),
     q.query(
       copyFrom(
         `COPY workflow_nodes (id, workflow_id, key, type, pending_deps, queue, kind, payload, priority,

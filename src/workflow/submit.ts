@@ -61,7 +61,7 @@ export async function workflowSubmitTx(
     }
     return { ...result, created: false };
   }
-  const roots = await workflowNodeInsertMany(tx, w.id, w.nodes);
+  const roots = await workflowNodeInsertMany(tx, w.id, w.nodes, w.children);
   await workflowStart(tx, w.id, roots);
   return { ...result, created: true };
 }
