@@ -243,18 +243,40 @@ export async function scheduleListActivePage(
   return rows.map(fromRow);
 }
 
-/** Schedules edited at or after `since` (the periodic resync that backs up LISTEN/NOTIFY). */
+/**
+ * Where a resync pass resumes: rows edited at `at` and after `id` among those edited at that very
+ * instant (null: all of them). `at` is PostgreSQL's own text of the timestamp, so none of its
+ * microseconds are lost on the way through a JavaScript Date.
+ */
+export interface ChangeCursor {
+  readonly at: string;
+  readonly id: string | null;
+}
+
+/**
+ * Schedules edited at or after the cursor, in (updated_at, id) order (the periodic resync that backs
+ * up LISTEN/NOTIFY), and the cursor after the last one returned. Keyset on both columns: a bulk
+ * insert gives thousands of rows one updated_at, and a cursor on the time alone re-read the same
+ * first page on every pass, never reaching the edits after it.
+ */
 export async function scheduleListChangedSince(
   db: Queryable,
-  since: Date,
+  cursor: ChangeCursor,
   limit: number,
-): Promise<ScheduleRow[]> {
-  const { rows } = await db.query<Row>({
+): Promise<{ rows: ScheduleRow[]; next: ChangeCursor | null }> {
+  const { rows } = await db.query<Row & { updated_at_text: string }>({
     name: 'scheduleListChangedSince',
-    text: `SELECT ${COLUMNS} FROM schedules WHERE updated_at >= $1 ORDER BY updated_at LIMIT $2`,
-    values: [since, limit],
+    text: `SELECT ${COLUMNS}, updated_at::text AS updated_at_text FROM schedules
+            WHERE updated_at >= $1::timestamptz
+              AND ($2::uuid IS NULL OR (updated_at, id) > ($1::timestamptz, $2::uuid))
+            ORDER BY updated_at, id LIMIT $3`,
+    values: [cursor.at, cursor.id, limit],
   });
-  return rows.map(fromRow);
+  const last = rows.at(-1);
+  return {
+    rows: rows.map(fromRow),
+    next: last === undefined ? null : { at: last.updated_at_text, id: last.id },
+  };
 }
 
 export interface DueRef {

@@ -47,3 +47,45 @@ test('a schedule whose notification was lost is picked up by the resync and fire
     await scheduler.stop();
   }
 });
+
+test('the resync gets past a page of schedules that share one updated_at (a bulk insert)', async () => {
+  const db = await createTestDatabase();
+  const clock = new FakeClock(T0);
+  // More rows than a resync page, from one statement, so one updated_at; far from due.
+  await db.pool.query(
+    `INSERT INTO schedules (tenant_id, name, spec, queue, kind, next_fire_at, anchor_at)
+     SELECT 'default', 'bulk' || g, 'every 1h', 'q', 'k', $1, $2 FROM generate_series(1, 2500) g`,
+    [new Date(T0.getTime() + 3_600_000), new Date(0)],
+  );
+  const scheduler = fakeClockScheduler(db.pool, clock, { resyncMs: 300 });
+  try {
+    await scheduler.start();
+    while (!scheduler.isLeader) await sleep(20);
+    await sleep(100);
+    const client = await db.pool.connect();
+    try {
+      await client.query('BEGIN');
+      await client.query('SET LOCAL session_replication_role = replica'); // no trigger, no NOTIFY
+      await client.query(
+        `INSERT INTO schedules (tenant_id, name, spec, queue, kind, next_fire_at, anchor_at)
+         VALUES ('default', 'silent', 'every 10s', 'q', 'k', $1, $2)`,
+        [new Date(T0.getTime() + 10_000), new Date(0)],
+      );
+      await client.query('COMMIT');
+    } finally {
+      client.release();
+    }
+    // Several resync periods: enough for the pages of the bulk rows and then the silent one.
+    await sleep(1_500);
+    clock.advance(10_000);
+    let n = 0;
+    for (let i = 0; i < 60 && n === 0; i++) {
+      await sleep(50);
+      const { rows } = await db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM occurrences');
+      n = rows[0]!.n;
+    }
+    assert.equal(n, 1, 'the silently inserted schedule fired once');
+  } finally {
+    await scheduler.stop();
+  }
+});
