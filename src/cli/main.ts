@@ -49,7 +49,7 @@ export async function main(argv: string[]): Promise<number> {
   try {
     return await command.run(rest);
   } catch (error) {
-    if (error instanceof UsageError) {
+    if (error instanceof UsageError || isParseArgsError(error)) {
       process.stderr.write(`tidemark ${name}: ${error.message}\n`);
       return 2;
     }
@@ -57,4 +57,9 @@ export async function main(argv: string[]): Promise<number> {
     process.stderr.write(`tidemark ${name}: ${message}\n`);
     return 1;
   }
+}
+
+/** node:util parseArgs's own refusals (unknown option, missing or ambiguous value) are usage errors too. */
+function isParseArgsError(error: unknown): error is Error {
+  return error instanceof Error && String((error as { code?: unknown }).code).startsWith('ERR_PARSE_ARGS_');
 }

@@ -24,6 +24,8 @@ options:
   --lease-ttl DURATION     lease time to live (default ${SCHEDULER_DEFAULTS.leaseTtlMs / 1000}s)
   --renew-every DURATION   lease renewal interval, shorter than the TTL (default ${SCHEDULER_DEFAULTS.renewEveryMs / 1000}s)
   --tick DURATION          how often the leader looks for due schedules (default ${SCHEDULER_DEFAULTS.tickMs / 1000}s)
+  --plan-ahead DURATION    plan schedules due this soon before their fire time, so a burst is only
+                           written at it (heap index; default ${SCHEDULER_DEFAULTS.planAheadMs / 1000}s, 0 turns it off)
   --due-index KIND         heap | wheel | db (default ${SCHEDULER_DEFAULTS.dueIndex})
   --time-source KIND       db (the database's clock, default) | host (this process's wall clock)
   --batch-size N           occurrences per write (default ${SCHEDULER_DEFAULTS.batchSize})
@@ -67,6 +69,7 @@ export const command: Command = {
         'lease-ttl': { type: 'string' },
         'renew-every': { type: 'string' },
         tick: { type: 'string' },
+        'plan-ahead': { type: 'string' },
         'due-index': { type: 'string' },
         'time-source': { type: 'string' },
         'batch-size': { type: 'string' },
@@ -88,6 +91,10 @@ export const command: Command = {
       );
     }
     const tickMs = duration('tick', values.tick, SCHEDULER_DEFAULTS.tickMs);
+    const planAheadMs =
+      values['plan-ahead']?.trim() === '0'
+        ? 0
+        : duration('plan-ahead', values['plan-ahead'], SCHEDULER_DEFAULTS.planAheadMs);
     const dueIndex = oneOf('due-index', values['due-index'], DueIndexKind, SCHEDULER_DEFAULTS.dueIndex);
     const timeSource = oneOf(
       'time-source',
@@ -123,6 +130,7 @@ export const command: Command = {
       leaseTtlMs,
       renewEveryMs,
       tickMs,
+      planAheadMs,
       dueIndex,
       timeSource,
       batchSize,
