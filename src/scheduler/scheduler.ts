@@ -21,6 +21,7 @@ import { randomUUID } from 'node:crypto';
 import type { Clock } from '../clock.ts';
 import { systemClock } from '../clock.ts';
 import type { Logger } from '../log.ts';
+import { Channel, listen, unlistenAll } from '../store/channels.ts';
 import { dbClockNow, leaseAcquire, leaseRelease, leaseRenew } from '../store/leases.ts';
 import {
   occurrenceEncodeAhead,
@@ -251,12 +252,12 @@ export class Scheduler {
     const client = await this.#pool.connect();
     this.#listener = client;
     client.on('notification', (msg) => {
-      if (msg.channel === 'tidemark_lease' && this.#term === null && this.#running) this.#wake?.();
-      if (msg.channel === 'tidemark_schedules' && msg.payload !== undefined)
+      if (msg.channel === Channel.lease && this.#term === null && this.#running) this.#wake?.();
+      if (msg.channel === Channel.schedules && msg.payload !== undefined)
         this.#pendingRefresh.add(msg.payload);
     });
     client.on('error', (error) => this.#lose(`listen connection failed: ${error.message}`));
-    await client.query('LISTEN tidemark_lease');
+    await listen(client, [Channel.lease]);
   }
 
   #control(): PoolClient {
@@ -269,7 +270,7 @@ export class Scheduler {
     this.#listener = null;
     if (client === null) return;
     try {
-      await client.query('UNLISTEN *');
+      await unlistenAll(client);
       client.release();
     } catch {
       client.release(true);
@@ -327,7 +328,7 @@ export class Scheduler {
     if (epoch !== null) this.#schedule(this.#renewMs, () => this.#renew());
     else this.#schedule(this.#renewMs, () => this.#resampleLoop());
     try {
-      await this.#control().query('LISTEN tidemark_schedules');
+      await listen(this.#control(), [Channel.schedules]);
       await this.#loadAll();
     } catch (error) {
       this.#lose(`could not load schedules: ${errorMessage(error)}`);

@@ -5,6 +5,7 @@
  */
 import pg from 'pg';
 import type { Logger } from '../log.ts';
+import { Channel, listen } from '../store/channels.ts';
 
 export interface ListenerEvents {
   onJobs(queue: string): void;
@@ -34,8 +35,8 @@ export class Listener {
   async #connect(): Promise<void> {
     const client = new pg.Client({ connectionString: this.#url, application_name: 'tidemark-worker-listen' });
     client.on('notification', (msg) => {
-      if (msg.channel === 'tidemark_jobs' && msg.payload !== undefined) this.#events.onJobs(msg.payload);
-      else if (msg.channel === 'tidemark_cancel' && msg.payload !== undefined) {
+      if (msg.channel === Channel.jobs && msg.payload !== undefined) this.#events.onJobs(msg.payload);
+      else if (msg.channel === Channel.cancel && msg.payload !== undefined) {
         this.#events.onCancel(Number(msg.payload));
       }
     });
@@ -45,7 +46,7 @@ export class Listener {
     });
     client.on('end', () => this.#scheduleReconnect(client, 100));
     await client.connect();
-    await client.query('LISTEN tidemark_jobs; LISTEN tidemark_cancel');
+    await listen(client, [Channel.jobs, Channel.cancel]);
     this.#client = client;
   }
 

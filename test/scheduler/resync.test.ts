@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { FakeClock } from '../../src/clock.ts';
 import { createTestDatabase } from '../support/db.ts';
+import type { Pool } from '../../src/store/pool.ts';
 import { sleep } from './processes.ts';
 import { fakeClockScheduler } from './helpers.ts';
 
@@ -22,19 +23,7 @@ test('a schedule whose notification was lost is picked up by the resync and fire
     await scheduler.start();
     while (!scheduler.isLeader) await sleep(20);
     await sleep(100);
-    const client = await db.pool.connect();
-    try {
-      await client.query('BEGIN');
-      await client.query('SET LOCAL session_replication_role = replica'); // no trigger, no NOTIFY
-      await client.query(
-        `INSERT INTO schedules (tenant_id, name, spec, queue, kind, next_fire_at, anchor_at)
-         VALUES ('default', 'silent', 'every 10s', 'q', 'k', $1, $2)`,
-        [new Date(T0.getTime() + 10_000), new Date(0)],
-      );
-      await client.query('COMMIT');
-    } finally {
-      client.release();
-    }
+    await insertSilently(db.pool);
     clock.advance(10_000);
     let n = 0;
     for (let i = 0; i < 60 && n === 0; i++) {
@@ -62,19 +51,7 @@ test('the resync gets past a page of schedules that share one updated_at (a bulk
     await scheduler.start();
     while (!scheduler.isLeader) await sleep(20);
     await sleep(100);
-    const client = await db.pool.connect();
-    try {
-      await client.query('BEGIN');
-      await client.query('SET LOCAL session_replication_role = replica'); // no trigger, no NOTIFY
-      await client.query(
-        `INSERT INTO schedules (tenant_id, name, spec, queue, kind, next_fire_at, anchor_at)
-         VALUES ('default', 'silent', 'every 10s', 'q', 'k', $1, $2)`,
-        [new Date(T0.getTime() + 10_000), new Date(0)],
-      );
-      await client.query('COMMIT');
-    } finally {
-      client.release();
-    }
+    await insertSilently(db.pool);
     // Several resync periods: enough for the pages of the bulk rows and then the silent one.
     await sleep(1_500);
     clock.advance(10_000);
@@ -89,3 +66,20 @@ test('the resync gets past a page of schedules that share one updated_at (a bulk
     await scheduler.stop();
   }
 });
+
+/** A schedule due 10 s after T0, inserted with triggers off: no NOTIFY reaches the leader. */
+async function insertSilently(pool: Pool): Promise<void> {
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    await client.query('SET LOCAL session_replication_role = replica');
+    await client.query(
+      `INSERT INTO schedules (tenant_id, name, spec, queue, kind, next_fire_at, anchor_at)
+       VALUES ('default', 'silent', 'every 10s', 'q', 'k', $1, $2)`,
+      [new Date(T0.getTime() + 10_000), new Date(0)],
+    );
+    await client.query('COMMIT');
+  } finally {
+    client.release();
+  }
+}

@@ -1,0 +1,23 @@
+/**
+ * The NOTIFY channels the schema's triggers and statements send on, and the statements that listen
+ * to them. Payloads: a queue with new work (jobs), a job id to cancel, a lease name released, a
+ * schedule id edited.
+ */
+import type { Queryable } from './pool.ts';
+
+export const Channel = {
+  jobs: 'tidemark_jobs',
+  cancel: 'tidemark_cancel',
+  lease: 'tidemark_lease',
+  schedules: 'tidemark_schedules',
+} as const;
+export type Channel = (typeof Channel)[keyof typeof Channel];
+
+export async function listen(db: Queryable, channels: Channel[]): Promise<void> {
+  // Channel names are the constants above, never input, so they are written into the statement.
+  await db.query(channels.map((c) => `LISTEN ${c};`).join(' '));
+}
+
+export async function unlistenAll(db: Queryable): Promise<void> {
+  await db.query('UNLISTEN *');
+}
