@@ -7,6 +7,7 @@ import { test } from 'node:test';
 import { FakeClock } from '../../src/clock.ts';
 import { Client } from '../../src/index.ts';
 import { jitterOffsetMs } from '../../src/schedule/index.ts';
+import type { Pool } from '../../src/store/pool.ts';
 import { createTestDatabase } from '../support/db.ts';
 import { sleep } from './processes.ts';
 import { fakeClockScheduler } from './helpers.ts';
@@ -38,14 +39,7 @@ test('overlap forbid / replace / buffer_one and jitter, with the previous run st
     anchor: T0,
   });
   const scheduler = fakeClockScheduler(db.pool, clock);
-  const settle = async (n: number): Promise<void> => {
-    for (let i = 0; i < 100; i++) {
-      const { rows } = await db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM occurrences');
-      if (rows[0]!.n >= n) return;
-      await sleep(50);
-    }
-    assert.fail(`fewer than ${n} occurrences`);
-  };
+  const settle = (n: number): Promise<void> => occurrencesAtLeast(db.pool, n);
   try {
     await scheduler.start();
     while (!scheduler.isLeader) await sleep(20);
@@ -117,14 +111,7 @@ test('a previous run that failed and awaits its retry still counts as busy', asy
     await client.schedules.create({ name: overlap, spec: 'every 10s', overlap, target, anchor: T0 });
   }
   const scheduler = fakeClockScheduler(db.pool, clock);
-  const settle = async (n: number): Promise<void> => {
-    for (let i = 0; i < 100; i++) {
-      const { rows } = await db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM occurrences');
-      if (rows[0]!.n >= n) return;
-      await sleep(50);
-    }
-    assert.fail(`fewer than ${n} occurrences`);
-  };
+  const settle = (n: number): Promise<void> => occurrencesAtLeast(db.pool, n);
   try {
     await scheduler.start();
     while (!scheduler.isLeader) await sleep(20);
@@ -169,3 +156,13 @@ test('a previous run that failed and awaits its retry still counts as busy', asy
   ]);
   assert.equal(buffer[1]!.after_job_id, buffer[0]!.job_id, 'buffered behind the job awaiting its retry');
 });
+
+/** Waits until the ledger holds at least `n` occurrences (the scheduler writes them asynchronously). */
+async function occurrencesAtLeast(pool: Pool, n: number): Promise<void> {
+  for (let i = 0; i < 100; i++) {
+    const { rows } = await pool.query<{ n: number }>('SELECT count(*)::int AS n FROM occurrences');
+    if (rows[0]!.n >= n) return;
+    await sleep(50);
+  }
+  assert.fail(`fewer than ${n} occurrences`);
+}
