@@ -66,6 +66,13 @@ export function normaliseCron(spec: string): { expression: string; hourIsWild: b
   }
   const defs = parts.length === 6 ? [SECOND, ...FIELDS_5] : FIELDS_5;
   parts.forEach((part, i) => validateField(part, defs[i] as FieldDef));
+  // A range ending in SUN ends at 7 (MON-SUN is the whole week, as in croner), which would make
+  // SUN-SUN the whole week too; it means Sunday, so it is written 0-0 before croner reads it.
+  const dow = parts.length - 1;
+  parts[dow] = (parts[dow] as string)
+    .split(',')
+    .map((item) => item.replace(/^SUN-SUN(?=\/|$)/, '0-0'))
+    .join(',');
   const hour = parts[parts.length - 4] as string;
   return { expression: parts.join(' '), hourIsWild: /[*?/]/.test(hour) };
 }

@@ -70,6 +70,15 @@ test('names, ranges, steps, seconds, nicknames and the day-of-month OR day-of-we
   ]);
   assert.equal(compileSchedule({ spec: '0 9 * * MON-SUN' }).canonical, '0 9 * * MON-SUN');
   assert.deepEqual(next('0 9 * * MON-SUN', '2026-01-03T10:00:00Z', 1), ['2026-01-04T09:00:00Z']);
+  // SUN-SUN is Sunday, not the whole week (found by the oracle property: it fired on a Saturday).
+  assert.deepEqual(next('0 9 * * SUN-SUN', '2026-01-01T10:00:00Z', 2), [
+    '2026-01-04T09:00:00Z',
+    '2026-01-11T09:00:00Z',
+  ]);
+  assert.deepEqual(next('0 9 * * SUN-SUN/1,WED', '2026-01-01T10:00:00Z', 2), [
+    '2026-01-04T09:00:00Z',
+    '2026-01-07T09:00:00Z',
+  ]);
 });
 
 test('nextAfter is strictly after, also with milliseconds', () => {
