@@ -44,8 +44,9 @@ function renderItem(item: Item, name?: (n: number) => string): string {
     case 'value':
       return n(item.v);
     case 'range':
-      // A range ending in SUN means up to 7 (MON-SUN is the whole week), so 0 is written as a number there.
-      return `${n(item.a)}-${item.b === 0 ? '0' : n(item.b)}`;
+      // A range ending in SUN means up to 7 (MON-SUN is the whole week), so an end of 0 is written as a
+      // number; SUN-SUN is Sunday alone, so the whole week from 0 is written 0-SUN.
+      return `${item.a === 0 && item.b === 7 ? '0' : n(item.a)}-${item.b === 0 ? '0' : n(item.b)}`;
     case 'step':
       return `${item.from ? `${item.from[0]}-${item.from[1]}` : '*'}/${item.step}`;
     case 'last':
