@@ -10,7 +10,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import { createLogger } from '../src/log.ts';
-import { jobInsertMany, type JobInsert } from '../src/store/jobs.ts';
+import { jobInsertMany, type JobInsert } from '../src/store/job-insert.ts';
 import type { Pool } from '../src/store/pool.ts';
 import { Worker } from '../src/worker/worker.ts';
 import type { NodeSpec } from '../src/workflow/definition.ts';

@@ -4,9 +4,7 @@
  * (`= ANY($1)` on an index), never one node per statement: a completion batch of 1,000 jobs costs the
  * same handful of statements as a batch of one.
  */
-import { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
-import { from as copyFrom } from 'pg-copy-streams';
+import { COPY_CHUNK_ROWS, COPY_NULL, copyIn, copyInt, copyJson, copyText } from './copy-text.ts';
 import type { PoolClient, Queryable } from './pool.ts';
 
 export const NodeState = {
@@ -56,27 +54,6 @@ export interface NodeRef {
  * before it writes and can send children arrays and roots as plain values.
  */
 const NODE_ID_BLOCK = 1024;
-/** Rows per string handed to COPY: a few hundred kilobytes, so each dies young and costs the GC little. */
-const COPY_CHUNK_ROWS = 2_000;
-const COPY_NULL = '\\N';
-const COPY_SPECIAL = /[\\\t\n\r]/;
-const COPY_SPECIAL_ALL = /[\\\t\n\r]/g;
-const COPY_ESCAPES: Record<string, string> = { '\\': '\\\\', '\t': '\\t', '\n': '\\n', '\r': '\\r' };
-
-/** A value in COPY's text format: backslash, tab, newline and carriage return escaped; null is \N. */
-function copyText(value: string | null): string {
-  if (value === null) return COPY_NULL;
-  return COPY_SPECIAL.test(value) ? value.replace(COPY_SPECIAL_ALL, (c) => COPY_ESCAPES[c] ?? c) : value;
-}
-
-function copyJson(value: unknown): string {
-  return value === null || value === undefined ? COPY_NULL : copyText(JSON.stringify(value));
-}
-
-function copyInt(value: number | null): string {
-  return value === null ? COPY_NULL : String(value);
-}
-
 /** The COPY text rows of a workflow's nodes, a chunk of rows at a time. */
 function* copyRows(
   workflowId: string,
@@ -130,16 +107,11 @@ export async function workflowNodeInsertMany(
   );
   const starts = rows.map((r) => r.start).sort((a, b) => a - b);
   const id = (i: number): number => (starts[Math.floor(i / NODE_ID_BLOCK)] as number) + (i % NODE_ID_BLOCK);
-  await pipeline(
-    Readable.from(copyRows(workflowId, nodes, children, id)),
-    q.query(
-      copyFrom(
-        `COPY workflow_nodes (id, workflow_id, key, type, pending_deps, queue, kind, payload, priority,
-                              max_attempts, timeout_ms, signal_name, signal_timeout_ms, on_timeout,
-                              default_output, children)
-         FROM STDIN`,
-      ),
-    ),
+  await copyIn(
+    q,
+    `workflow_nodes (id, workflow_id, key, type, pending_deps, queue, kind, payload, priority, max_attempts,
+                     timeout_ms, signal_name, signal_timeout_ms, on_timeout, default_output, children)`,
+    copyRows(workflowId, nodes, children, id),
   );
   const roots: NodeRef[] = [];
   nodes.forEach((n, i) => {

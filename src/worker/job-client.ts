@@ -8,20 +8,20 @@ import {
   jobCancel,
   jobDeadIds,
   jobGet,
-  jobInsertMany,
   jobList,
   jobListDead,
   jobRetryMany,
-  type JobInserted,
   type JobRow,
   type JobState,
 } from '../store/jobs.ts';
+import { jobInsertMany, type JobInserted } from '../store/job-insert.ts';
 import type { Pool, Queryable } from '../store/pool.ts';
 import { JobValidationError } from './errors.ts';
 import { validateEnqueue, type EnqueueInput } from './validate.ts';
 
 export type { EnqueueInput } from './validate.ts';
-export type { JobInserted, JobRow, JobState } from '../store/jobs.ts';
+export type { JobRow, JobState } from '../store/jobs.ts';
+export type { JobInserted } from '../store/job-insert.ts';
 export type { JobAttemptRow } from '../store/job-attempts.ts';
 
 export interface JobWithAttempts extends JobRow {

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, test } from 'node:test';
-import { jobInsertMany } from '../../src/store/jobs.ts';
+import { jobInsertMany } from '../../src/store/job-insert.ts';
 import { PUSH_KIND, PUSH_QUEUE } from '../../src/push/target.ts';
 import { createTestDatabase } from '../support/db.ts';
 import { spawnTidemark } from '../support/processes.ts';

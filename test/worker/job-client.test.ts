@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import pg from 'pg';
 import { Client } from '../../src/client.ts';
 import { withTransaction } from '../../src/store/pool.ts';
 import { queueUpsert } from '../../src/store/queues.ts';
@@ -122,6 +123,78 @@ test("a queue's max_attempts is the default for its jobs; the job may override i
   const b = await client.jobs.enqueue({ queue: 'strict', kind: 'k', maxAttempts: 2 });
   assert.equal((await client.jobs.get(a.id))?.maxAttempts, 7);
   assert.equal((await client.jobs.get(b.id))?.maxAttempts, 2);
+});
+
+test('a large batch of fresh jobs (written with COPY) keeps every field, in input order', async () => {
+  await queueUpsert(db.pool, 'copied', { maxAttempts: 9 });
+  const listener = new pg.Client({ connectionString: db.url });
+  await listener.connect();
+  const woken: string[] = [];
+  listener.on('notification', (n) => woken.push(n.payload ?? ''));
+  await listener.query('LISTEN tidemark_jobs');
+  // Text COPY escapes backslash, tab, newline and carriage return: every one of them must come back.
+  const awkward = { s: 'tab\there\nnew\r\\back \u00e9 \u{1F600} "q"', n: [1, null, { d: true }] };
+  const input = Array.from({ length: 1_200 }, (_, i) => ({
+    queue: i % 2 === 0 ? 'copied' : 'copied-2',
+    kind: i === 7 ? 'kind\twith\\tab' : 'k',
+    tenantId: i % 3 === 0 ? 'acme' : undefined,
+    payload: i === 5 ? awkward : { i },
+    priority: i % 4,
+    ...(i === 9
+      ? { maxAttempts: 2, timeoutMs: 1500, heartbeatMs: 300, backoffBaseMs: 10, backoffMaxMs: 20 }
+      : {}),
+  }));
+  const result = await withTransaction(db.pool, (tx) => client.jobs.enqueueManyTx(tx, input));
+  assert.equal(result.length, input.length);
+  assert.ok(result.every((r) => r.created));
+  assert.equal(new Set(result.map((r) => r.id)).size, input.length, 'every job its own id');
+  for (let i = 1; i < result.length; i++) assert.ok((result[i]?.id ?? 0) > (result[i - 1]?.id ?? 0));
+  const { rows } = await db.pool.query<{ id: number; key: string; state: string; due: boolean }>(
+    `SELECT id, idempotency_key AS key, state, run_at <= now() AS due FROM jobs WHERE id = ANY ($1::bigint[])`,
+    [result.map((r) => r.id)],
+  );
+  const byId = new Map(rows.map((r) => [r.id, r]));
+  result.forEach((r) => {
+    assert.equal(byId.get(r.id)?.key, r.idempotencyKey);
+    assert.equal(byId.get(r.id)?.state, 'available');
+    assert.equal(byId.get(r.id)?.due, true);
+  });
+  const job = async (i: number) => {
+    const got = await client.jobs.get(result[i]?.id ?? 0);
+    assert.ok(got);
+    return got;
+  };
+  assert.deepEqual((await job(5)).payload, awkward);
+  assert.equal((await job(7)).kind, 'kind\twith\\tab');
+  assert.equal((await job(0)).tenantId, 'acme');
+  assert.equal((await job(1)).tenantId, 'default');
+  assert.equal((await job(2)).maxAttempts, 9, "the queue's max_attempts");
+  assert.equal((await job(3)).maxAttempts, 4, 'built-in default for a queue without one');
+  assert.equal((await job(3)).priority, 3);
+  const nine = await job(9);
+  assert.deepEqual(
+    [nine.maxAttempts, nine.timeoutMs, nine.heartbeatMs, nine.backoffBaseMs, nine.backoffMaxMs],
+    [2, 1500, 300, 10, 20],
+  );
+  // Workers are woken by COPY as by INSERT: the statement trigger notifies once per queue.
+  await listener.query('SELECT 1');
+  await listener.end();
+  assert.deepEqual(woken.sort(), ['copied', 'copied-2']);
+});
+
+test('a large batch rolled back with its transaction leaves nothing', async () => {
+  const count = await jobCount();
+  await assert.rejects(
+    withTransaction(db.pool, async (tx) => {
+      await client.jobs.enqueueManyTx(
+        tx,
+        Array.from({ length: 1_000 }, () => ({ queue: 'copied-rollback', kind: 'k' })),
+      );
+      throw new Error('caller aborts');
+    }),
+    /caller aborts/,
+  );
+  assert.equal(await jobCount(), count);
 });
 
 test('list filters by queue, state, tenant and kind, newest first, with paging', async () => {

@@ -3,15 +3,8 @@ import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
 import { jobAttemptListByJobs } from '../../store/job-attempts.ts';
 import { jobIdsInTenant, jobSearch } from '../../store/job-search.ts';
-import {
-  jobCancel,
-  jobGet,
-  jobInsertMany,
-  jobRetryMany,
-  JobState,
-  type JobInsert,
-  type JobRow,
-} from '../../store/jobs.ts';
+import { jobInsertMany, type JobInsert } from '../../store/job-insert.ts';
+import { jobCancel, jobGet, jobRetryMany, JobState, type JobRow } from '../../store/jobs.ts';
 import { withTransaction, type Queryable } from '../../store/pool.ts';
 import { tenantExists } from '../../store/tenants.ts';
 import { PUSH_KIND, PUSH_QUEUE, pushPayload } from '../../push/target.ts';
