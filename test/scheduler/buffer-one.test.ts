@@ -128,9 +128,11 @@ test('a buffered job is claimable only once its predecessor is finished or gone'
   const db = await createTestDatabase();
   const insert = async (state: string, afterJobId: number | null, priority = 0): Promise<number> => {
     const { rows } = await db.pool.query<{ id: number }>(
-      `INSERT INTO jobs (queue, kind, idempotency_key, state, run_at, priority, after_job_id, finished_at)
+      `INSERT INTO jobs (queue, kind, idempotency_key, state, run_at, priority, after_job_id, finished_at,
+                         lease_owner, lease_expires_at)
        VALUES ('b', 'k', gen_random_uuid()::text, $1, now() - interval '1 minute', $2, $3,
-               CASE WHEN $1 IN ('succeeded', 'dead', 'cancelled') THEN now() END)
+               CASE WHEN $1 IN ('succeeded', 'dead', 'cancelled') THEN now() END,
+               CASE WHEN $1 = 'running' THEN 'test' END, CASE WHEN $1 = 'running' THEN now() + interval '1 hour' END)
        RETURNING id::int AS id`,
       [state, priority, afterJobId],
     );

@@ -46,7 +46,9 @@ test('overlap forbid / replace / buffer_one and jitter, with the previous run st
     clock.advance(10_000);
     await settle(5);
     // A worker picked up every first job and is still running it.
-    await db.pool.query("UPDATE jobs SET state = 'running', started_at = now()");
+    await db.pool.query(
+      "UPDATE jobs SET state = 'running', started_at = now(), lease_owner = 'test', lease_expires_at = now() + interval '1 hour'",
+    );
     clock.advance(10_000);
     await settle(10);
     clock.advance(10_000);

@@ -17,7 +17,8 @@ export interface ClaimedJob {
 /** Claims available jobs of a workflow (all of them, or those of the named nodes). */
 export async function claim(pool: Pool, workflowId: string, nodeKeys?: string[]): Promise<ClaimedJob[]> {
   const { rows } = await pool.query<ClaimedJob>(
-    `UPDATE jobs j SET state = 'running', attempt = attempt + 1, started_at = now()
+    `UPDATE jobs j SET state = 'running', attempt = attempt + 1, started_at = now(),
+       lease_owner = 'test', lease_expires_at = now() + interval '1 hour'
      FROM workflow_nodes n
      WHERE n.job_id = j.id AND n.workflow_id = $1 AND j.state = 'available'
        AND ($2::text[] IS NULL OR n.key = ANY($2))
