@@ -103,6 +103,23 @@ export interface JobClaimParams {
   limited: boolean;
 }
 
+/** The claim's write, with $1 the queue, $3 the owner and $4 the default lease in ms. */
+const CLAIM_UPDATE = `UPDATE jobs j
+      SET state = 'running', attempt = j.attempt + 1, lease_owner = $3,
+          lease_expires_at = now() + make_interval(secs => coalesce(j.heartbeat_ms * 3, $4) / 1000.0),
+          started_at = now(), heartbeat_at = now(), finished_at = NULL`;
+/**
+ * The claim's transaction commits without waiting for its WAL flush (is_local: the setting ends with
+ * it); see jobClaimBatch for why a claim may.
+ */
+const CLAIM_COMMIT = `AND (SELECT set_config('synchronous_commit', 'off', true)) IS NOT NULL`;
+const CLAIM_RETURNING = `RETURNING j.id, j.queue, j.kind, j.tenant_id AS "tenantId", j.payload, j.attempt,
+                j.max_attempts AS "maxAttempts",
+                -- $1, not j.queue (the same here): one lookup per claim instead of one per row.
+                coalesce(j.timeout_ms, (SELECT q.timeout_ms FROM queues q WHERE q.name = $1)) AS "timeoutMs",
+                j.heartbeat_ms AS "heartbeatMs", j.idempotency_key AS "idempotencyKey",
+                (extract(epoch FROM j.started_at - j.run_at) * 1000)::float8 AS "startLagMs"`;
+
 /**
  * Claims up to `limit` available jobs of one queue in one statement, fairly across tenants: the
  * tenants with work are found with a skip scan of jobs_available_idx (one index descent each), every
@@ -188,21 +205,40 @@ export async function jobClaimBatch(db: Queryable, p: JobClaimParams): Promise<J
         ORDER BY rn, pass, tenant_id
         LIMIT greatest(0, least($2, (SELECT n FROM queue_room)))
       )
-      UPDATE jobs j
-      SET state = 'running', attempt = j.attempt + 1, lease_owner = $3,
-          lease_expires_at = now() + make_interval(secs => coalesce(j.heartbeat_ms * 3, $4) / 1000.0),
-          started_at = now(), heartbeat_at = now(), finished_at = NULL
+      ${CLAIM_UPDATE}
       WHERE j.id = ANY (ARRAY(SELECT id FROM picked)) AND j.state = 'available'
-        -- This transaction commits without waiting for its WAL flush (is_local: the setting ends
-        -- with it); see the function's comment for why a claim may.
-        AND (SELECT set_config('synchronous_commit', 'off', true)) IS NOT NULL
-      RETURNING j.id, j.queue, j.kind, j.tenant_id AS "tenantId", j.payload, j.attempt,
-                j.max_attempts AS "maxAttempts",
-                -- $1, not j.queue (the same here): one lookup per claim instead of one per row.
-                coalesce(j.timeout_ms, (SELECT q.timeout_ms FROM queues q WHERE q.name = $1)) AS "timeoutMs",
-                j.heartbeat_ms AS "heartbeatMs", j.idempotency_key AS "idempotencyKey",
-                (extract(epoch FROM j.started_at - j.run_at) * 1000)::float8 AS "startLagMs"`,
+        ${CLAIM_COMMIT}
+      ${CLAIM_RETURNING}`,
     values: [p.queue, p.limit, p.owner, p.leaseMs, p.tenantCursor, p.limited],
+  });
+  return result.rows;
+}
+
+export interface JobClaimByIdParams {
+  id: number;
+  queue: string;
+  owner: string;
+  leaseMs: number;
+}
+
+/**
+ * Claims one job named by its wake-up (migration 0017), if it is still available and due: a
+ * primary-key lookup instead of the fair-share scan. Only for a queue with no cluster-wide limit
+ * while no tenant quota exists (it counts nothing), and only by a worker whose claim loops found
+ * the queue empty, so no job that waits longer is passed over. Empty when another worker was first.
+ */
+export async function jobClaimById(db: Queryable, p: JobClaimByIdParams): Promise<JobClaimed[]> {
+  const result = await db.query<JobClaimed>({
+    name: 'tidemark_job_claim_by_id',
+    text: `${CLAIM_UPDATE}
+      WHERE j.id = (SELECT id FROM jobs WHERE id = $2 AND queue = $1 AND state = 'available' AND run_at <= now()
+                      AND (after_job_id IS NULL OR tidemark_job_finished(after_job_id))
+                    FOR UPDATE SKIP LOCKED)
+        AND NOT EXISTS (SELECT 1 FROM queues q WHERE q.name = $1 AND q.max_running IS NOT NULL)
+        AND NOT EXISTS (SELECT 1 FROM tenants t WHERE t.max_running IS NOT NULL)
+        ${CLAIM_COMMIT}
+      ${CLAIM_RETURNING}`,
+    values: [p.queue, p.id, p.owner, p.leaseMs],
   });
   return result.rows;
 }

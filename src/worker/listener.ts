@@ -1,5 +1,6 @@
 /**
- * One LISTEN connection per worker process: `tidemark_jobs` (payload: a queue with new work) and
+ * One LISTEN connection per worker process: `tidemark_jobs` (payload: a queue with new work, and
+ * the job's id when one statement inserted a single one: `<queue> <id>`) and
  * `tidemark_cancel` (payload: a job id). If the connection drops it reconnects with backoff and then
  * reports `onReconnect`, because notifications sent meanwhile are lost; polling covers the gap.
  */
@@ -8,7 +9,8 @@ import type { Logger } from '../log.ts';
 import { Channel, listen } from '../store/channels.ts';
 
 export interface ListenerEvents {
-  onJobs(queue: string): void;
+  /** `jobId`: the single job a statement inserted, when the wake-up names it. */
+  onJobs(queue: string, jobId: number | undefined): void;
   onCancel(jobId: number): void;
   onReconnect(): void;
 }
@@ -35,8 +37,11 @@ export class Listener {
   async #connect(): Promise<void> {
     const client = new pg.Client({ connectionString: this.#url, application_name: 'tidemark-worker-listen' });
     client.on('notification', (msg) => {
-      if (msg.channel === Channel.jobs && msg.payload !== undefined) this.#events.onJobs(msg.payload);
-      else if (msg.channel === Channel.cancel && msg.payload !== undefined) {
+      if (msg.channel === Channel.jobs && msg.payload !== undefined) {
+        const space = msg.payload.indexOf(' ');
+        if (space < 0) this.#events.onJobs(msg.payload, undefined);
+        else this.#events.onJobs(msg.payload.slice(0, space), Number(msg.payload.slice(space + 1)));
+      } else if (msg.channel === Channel.cancel && msg.payload !== undefined) {
         this.#events.onCancel(Number(msg.payload));
       }
     });

@@ -14,6 +14,7 @@ import { systemClock } from '../clock.ts';
 import { createLogger, type Logger } from '../log.ts';
 import {
   jobClaimBatch,
+  jobClaimById,
   jobClaimLimitsGet,
   jobClaimLock,
   jobCompleteMany,
@@ -78,6 +79,8 @@ class QueueLoop {
   waitingForSlot = false;
   /** Slots promised to claims in flight, so two claim loops never overfill the queue. */
   reserved = 0;
+  /** Claim loops running for this queue. */
+  loops = 0;
   readonly #waiters = new Set<() => void>();
   #wakeSoon = false;
 
@@ -86,6 +89,11 @@ class QueueLoop {
     readonly concurrency: number,
   ) {
     this.stats = new QueueStats(name, concurrency);
+  }
+
+  /** Every claim loop asleep after finding the queue empty (not waiting for a free slot). */
+  get sleeping(): boolean {
+    return this.loops > 0 && this.#waiters.size === this.loops && !this.waitingForSlot;
   }
 
   /** New work or a free slot: one sleeping loop is enough (both would race for the same rows). */
@@ -180,7 +188,7 @@ export class Worker {
     this.#listener = new Listener(
       options.connectionString,
       {
-        onJobs: (queue) => this.#queues.get(queue)?.wake(),
+        onJobs: (queue, jobId) => this.#onJobs(queue, jobId),
         onCancel: (jobId) => this.#cancelLocal(jobId),
         onReconnect: () => {
           for (const q of this.#queues.values()) q.wakeAll();
@@ -197,6 +205,7 @@ export class Worker {
     // overlap their round trips (DESIGN.md: two to four loops saturate PostgreSQL). The second only
     // matters for a queue with more slots than one batch fills at a time.
     for (const q of this.#queues.values()) {
+      q.loops = q.concurrency > 1 ? 2 : 1;
       this.#loops.push(this.#claimLoop(q));
       if (q.concurrency > 1) this.#loops.push(this.#claimLoop(q));
     }
@@ -315,6 +324,41 @@ export class Worker {
     q.stats.claimLatency.add(this.#clock.monotonicMs() - t0);
     q.tenantCursor = nextTenantCursor(q.tenantCursor, jobs);
     return jobs;
+  }
+
+  /**
+   * New work in a queue. A wake-up that names its one job, reaching a queue whose claim loops found
+   * it empty and are asleep, claims that job by id at once; anything else wakes a loop, which claims
+   * fairly. A by-id claim that gets nothing (another worker was first, or the job waits for its
+   * buffer_one predecessor) wakes a loop too.
+   */
+  #onJobs(queue: string, jobId: number | undefined): void {
+    const q = this.#queues.get(queue);
+    if (q === undefined) return;
+    const idle = q.sleeping && q.reserved === 0 && !q.woken && !q.limited && !this.#tenantQuotas;
+    if (jobId === undefined || !Number.isSafeInteger(jobId) || !idle || this.#stopping) {
+      q.wake();
+      return;
+    }
+    if (q.concurrency - q.stats.running - Math.max(0, this.#completer.pending - this.#batch) <= 0) {
+      q.wake();
+      return;
+    }
+    q.reserved++;
+    const t0 = this.#clock.monotonicMs();
+    jobClaimById(this.#pool, { id: jobId, queue, owner: this.id, leaseMs: this.#leaseMs }).then(
+      (jobs) => {
+        q.reserved--;
+        q.stats.claimLatency.add(this.#clock.monotonicMs() - t0);
+        for (const job of jobs) this.#start(q, job);
+        if (jobs.length === 0) q.wake();
+      },
+      (error: unknown) => {
+        q.reserved--;
+        this.#log.warn({ err: error, queue, job: jobId }, 'claim by id failed; the claim loop looks instead');
+        q.wake();
+      },
+    );
   }
 
   // ---- executing ------------------------------------------------------------------------------

@@ -182,6 +182,23 @@ test('a large batch of fresh jobs (written with COPY) keeps every field, in inpu
   assert.deepEqual(woken.sort(), ['copied', 'copied-2']);
 });
 
+test('a lone enqueue names its job in the wake-up; a batch or a future job names only the queue', async () => {
+  const listener = new pg.Client({ connectionString: db.url });
+  await listener.connect();
+  const woken: string[] = [];
+  listener.on('notification', (n) => woken.push(n.payload ?? ''));
+  await listener.query('LISTEN tidemark_jobs');
+  const one = await client.jobs.enqueue({ queue: 'wake-one', kind: 'k' });
+  await client.jobs.enqueueMany([
+    { queue: 'wake-many', kind: 'k' },
+    { queue: 'wake-many', kind: 'k' },
+  ]);
+  await client.jobs.enqueue({ queue: 'wake-later', kind: 'k', runAt: new Date(Date.now() + 60_000) });
+  await listener.query('SELECT 1');
+  await listener.end();
+  assert.deepEqual(woken, [`wake-one ${one.id}`, 'wake-many', 'wake-later']);
+});
+
 test('a large batch rolled back with its transaction leaves nothing', async () => {
   const count = await jobCount();
   await assert.rejects(
