@@ -157,6 +157,7 @@ export class Worker {
   #stopping = false;
   #stopped: Promise<void> | undefined;
   #loops: Promise<void>[] = [];
+  readonly #byIdClaims = new Set<Promise<void>>();
   #idleWaiters: (() => void)[] = [];
   #timers = new Set<NodeJS.Timeout>();
   #backgroundStop: (() => void) | undefined;
@@ -239,6 +240,7 @@ export class Worker {
     this.#stopping = true;
     for (const q of this.#queues.values()) q.wakeAll();
     await Promise.all(this.#loops);
+    await Promise.all(this.#byIdClaims);
     if (!(await this.#waitIdle(this.#shutdownGraceMs))) {
       this.#log.warn({ running: this.#running.size }, 'shutdown grace over; aborting and releasing the rest');
       for (const r of this.#running.values()) {
@@ -347,7 +349,7 @@ export class Worker {
     }
     q.reserved++;
     const t0 = this.#clock.monotonicMs();
-    jobClaimById(this.#pool, { id: jobId, queue, owner: this.id, leaseMs: this.#leaseMs }).then(
+    const claim = jobClaimById(this.#pool, { id: jobId, queue, owner: this.id, leaseMs: this.#leaseMs }).then(
       (jobs) => {
         q.reserved--;
         q.stats.claimLatency.add(this.#clock.monotonicMs() - t0);
@@ -360,6 +362,9 @@ export class Worker {
         q.wake();
       },
     );
+    // stop() waits for these like for the claim loops, so no job starts after it stopped waiting.
+    this.#byIdClaims.add(claim);
+    void claim.finally(() => this.#byIdClaims.delete(claim));
   }
 
   // ---- executing ------------------------------------------------------------------------------
