@@ -565,7 +565,9 @@ export class Worker {
       if (reaped.length > 0) this.#log.warn({ reaped }, 'returned jobs whose lease expired');
     }
     await this.#refreshLimits();
-    if (tick % 5 === 0) {
+    // From the pass after start()'s, every fifth: the count scans the queue's backlog, which a worker
+    // starting on a deep queue should not wait for before its first claim.
+    if (tick % 5 === 1) {
       for (const c of await jobCountsByQueue(this.#pool, [...this.#queues.keys()])) {
         const q = this.#queues.get(c.queue);
         if (q !== undefined) q.stats.backlog = c.backlog;
