@@ -553,10 +553,8 @@ export class Worker {
 
   /**
    * One maintenance pass: promote due jobs, reap expired leases, refresh limits, and on every fifth
-   * pass sample the backlog. The first runs in start(), before any claim: due jobs and expired leases
-   * are dealt with at once, and the pool's connections and their catalog caches are warm before the
-   * first handler starts (made during claiming, the first pass at 1 s held claims back 10-50 ms on
-   * two cores, the latency bench's p99).
+   * pass sample the backlog. The first runs in start(), before any claim, so jobs that came due and
+   * leases that expired while no worker ran are dealt with at once, not a poll interval later.
    */
   async #maintain(tick: number, stopped: () => boolean): Promise<void> {
     if (this.#maintenance) {
