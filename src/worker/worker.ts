@@ -184,7 +184,11 @@ export class Worker {
       this.#queues.set(q.name, new QueueLoop(q.name, q.concurrency));
     }
     this.#completer = new Completer(this.#pool, this.id, this.#log, this.#batch, () => {
-      for (const q of this.#queues.values()) if (q.waitingForSlot) q.wake();
+      // A finished job frees a slot here and, in a limited queue or under a tenant quota, one counted
+      // cluster-wide: those loops look again now instead of at their next poll.
+      for (const q of this.#queues.values()) {
+        if (q.waitingForSlot || q.limited || this.#tenantQuotas) q.wake();
+      }
     });
     this.#listener = new Listener(
       options.connectionString,

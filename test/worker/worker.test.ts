@@ -368,6 +368,47 @@ test("a tenant's quota holds across the claim loop; other tenants still run", as
   await tenantUpsert(db.pool, { id: 'small', name: 'Small', maxRunning: null });
 });
 
+test("jobs enqueued one at a time into an idle queue start at once, and never past the queue's limit", async () => {
+  // A lone enqueue names its job in the wake-up and an idle worker claims it by id: that path must
+  // start it without the poll, and must still leave a job that the queue's limit holds back.
+  await queueUpsert(db.pool, 'lone-limited', { maxRunning: 1 });
+  const gate = deferred();
+  const started: number[] = [];
+  let running = 0;
+  let peak = 0;
+  await startWorker(
+    db,
+    {
+      lone: async (ctx) => {
+        started.push(ctx.jobId);
+        peak = Math.max(peak, ++running);
+        if (ctx.queue === 'lone-limited') await gate.promise;
+        running--;
+      },
+    },
+    // A poll far longer than the test: only a wake-up can start these jobs in time.
+    {
+      queues: [
+        { name: 'lone', concurrency: 5 },
+        { name: 'lone-limited', concurrency: 5 },
+      ],
+      pollMs: 60_000,
+    },
+  );
+  const free = await client.jobs.enqueue({ queue: 'lone', kind: 'lone' });
+  await waitUntil('the lone job ran', async () => (await jobState(db.pool, free.id)) === 'succeeded', 3000);
+  const first = await client.jobs.enqueue({ queue: 'lone-limited', kind: 'lone' });
+  await waitUntil('the first limited job runs', () => Promise.resolve(started.includes(first.id)), 3000);
+  const second = await client.jobs.enqueue({ queue: 'lone-limited', kind: 'lone' });
+  await new Promise((r) => setTimeout(r, 300));
+  assert.equal(await jobState(db.pool, second.id), 'available', 'held back by max_running 1');
+  gate.resolve();
+  // The first one's completion frees the slot and wakes the queue's loop.
+  await waitUntil('the second ran', async () => (await jobState(db.pool, second.id)) === 'succeeded', 3000);
+  assert.equal(peak, 1);
+  await queueUpsert(db.pool, 'lone-limited', { maxRunning: null });
+});
+
 test('a job whose lease expired is reaped as lease_lost and run again by a live worker', async () => {
   await queueUpsert(db.pool, 'reap', { backoffBaseMs: 10, backoffMaxMs: 10 });
   const job = await client.jobs.enqueue({ queue: 'reap', kind: 'ok' });
