@@ -21,3 +21,16 @@ export async function listen(db: Queryable, channels: Channel[]): Promise<void> 
 export async function unlistenAll(db: Queryable): Promise<void> {
   await db.query('UNLISTEN *');
 }
+
+/**
+ * Wakes the workers of a queue (payload `<queue>` or `<queue> <job id>`, as the insert trigger
+ * sends): for a caller that wrote its jobs in a transaction of its own and sends the wake-up after
+ * that committed.
+ */
+export async function jobsWake(db: Queryable, payload: string): Promise<void> {
+  await db.query({
+    name: 'tidemark_jobs_wake',
+    text: `SELECT pg_notify('${Channel.jobs}', $1)`,
+    values: [payload],
+  });
+}

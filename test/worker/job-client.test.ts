@@ -6,6 +6,7 @@ import { withTransaction } from '../../src/store/pool.ts';
 import { queueUpsert } from '../../src/store/queues.ts';
 import { JobValidationError } from '../../src/worker/errors.ts';
 import { createTestDatabase } from '../support/db.ts';
+import { waitUntil } from './support.ts';
 
 const db = await createTestDatabase();
 const client = new Client({ pool: db.pool });
@@ -182,7 +183,7 @@ test('a large batch of fresh jobs (written with COPY) keeps every field, in inpu
   assert.deepEqual(woken.sort(), ['copied', 'copied-2']);
 });
 
-test('a lone enqueue names its job in the wake-up; a batch or a future job names only the queue', async () => {
+test('a lone enqueue names its job in the wake-up, a batch only its queue; a job due later wakes no one', async () => {
   const listener = new pg.Client({ connectionString: db.url });
   await listener.connect();
   const woken: string[] = [];
@@ -194,9 +195,29 @@ test('a lone enqueue names its job in the wake-up; a batch or a future job names
     { queue: 'wake-many', kind: 'k' },
   ]);
   await client.jobs.enqueue({ queue: 'wake-later', kind: 'k', runAt: new Date(Date.now() + 60_000) });
-  await listener.query('SELECT 1');
+  // A lone enqueue on the pool sends its wake-up after its commit, without making the caller wait;
+  // a job due later needs none (the promotion that makes it available wakes its queue).
+  await waitUntil('two wake-ups', () => Promise.resolve(woken.length >= 2), 3000);
+  await new Promise((r) => setTimeout(r, 100));
   await listener.end();
-  assert.deepEqual(woken, [`wake-one ${one.id}`, 'wake-many', 'wake-later']);
+  assert.deepEqual(woken.sort(), [`wake-one ${one.id}`, 'wake-many'].sort());
+});
+
+test("a lone enqueue in the caller's transaction is woken for when that transaction commits", async () => {
+  const listener = new pg.Client({ connectionString: db.url });
+  await listener.connect();
+  const woken: string[] = [];
+  listener.on('notification', (n) => woken.push(n.payload ?? ''));
+  await listener.query('LISTEN tidemark_jobs');
+  const job = await withTransaction(db.pool, async (tx) => {
+    const inserted = await client.jobs.enqueueTx(tx, { queue: 'wake-tx', kind: 'k' });
+    await new Promise((r) => setTimeout(r, 100));
+    assert.deepEqual(woken, [], 'nothing before the commit');
+    return inserted;
+  });
+  await waitUntil('the wake-up', () => Promise.resolve(woken.length >= 1), 3000);
+  await listener.end();
+  assert.deepEqual(woken, [`wake-tx ${job.id}`]);
 });
 
 test('a large batch rolled back with its transaction leaves nothing', async () => {
