@@ -158,6 +158,14 @@ export function jobRoutes(app: Api, deps: RouteDeps): void {
         );
       }
       if (problems.length > 0) throw badRequest(problems);
+      // One job whose key was made here clashes with nothing: no transaction to roll back, and on the
+      // pool its wake-up goes out after its commit instead of serialising it with other enqueues'.
+      const [only] = rows;
+      if (rows.length === 1 && only?.keyGenerated === true) {
+        const [one] = await jobInsertMany(pool, rows);
+        if (one === undefined) throw new ApiError(500, 'internal', 'enqueue returned nothing');
+        return await reply.status(201).send(many ? { items: [one] } : one);
+      }
       const results = await withTransaction(pool, async (tx) => {
         const inserted = await jobInsertMany(tx, rows);
         // A key already used in the queue by another tenant must neither return that job nor hide
