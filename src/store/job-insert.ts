@@ -145,7 +145,7 @@ async function insertOne(
 }
 
 /**
- * Tells the insert trigger (0018) that this statement's caller sends the wake-up itself, after the
+ * Tells the insert trigger (0017) that this statement's caller sends the wake-up itself, after the
  * commit. Transaction-local: it ends with the statement's own transaction.
  */
 const QUIET_TRIGGER = `WHERE set_config('tidemark.wake', 'after_commit', true) IS NOT NULL`;

@@ -276,11 +276,7 @@ export class Worker {
   async #claimLoop(q: QueueLoop): Promise<void> {
     let errorDelayMs = 100;
     while (!this.#stopping) {
-      // Finished attempts waiting to be written hold their slots beyond one batch in flight: if
-      // completions can not keep up (or the database is away), claiming stops instead of piling up
-      // unwritten results while their leases run out.
-      const backlog = Math.max(0, this.#completer.pending - this.#batch);
-      const free = q.concurrency - q.stats.running - q.reserved - backlog;
+      const free = this.#freeSlots(q);
       if (free <= 0) {
         q.waitingForSlot = true;
         await q.sleep(this.#pollMs);
@@ -308,6 +304,16 @@ export class Worker {
       // A full batch suggests more is waiting; otherwise sleep until a NOTIFY, a free slot or the poll.
       if (jobs.length < limit) await q.sleep(this.#pollMs);
     }
+  }
+
+  /**
+   * Slots a claim may fill now. Finished attempts waiting to be written hold their slots beyond one
+   * batch in flight: if completions can not keep up (or the database is away), claiming stops
+   * instead of piling up unwritten results while their leases run out.
+   */
+  #freeSlots(q: QueueLoop): number {
+    const backlog = Math.max(0, this.#completer.pending - this.#batch);
+    return q.concurrency - q.stats.running - q.reserved - backlog;
   }
 
   async #claim(q: QueueLoop, limit: number): Promise<JobClaimed[]> {
@@ -345,9 +351,7 @@ export class Worker {
     // (waking a loop instead would run the fair-share claim, which in a queue just emptied reads
     // past the entries of every job claimed moments ago: 2-18 ms against 0.7).
     const idle = q.sleeping && !q.woken && !q.limited && !this.#tenantQuotas && !this.#stopping;
-    const backlog = Math.max(0, this.#completer.pending - this.#batch);
-    const free = q.concurrency - q.stats.running - q.reserved - backlog;
-    if (jobId === undefined || !Number.isSafeInteger(jobId) || !idle || free <= 0) {
+    if (jobId === undefined || !Number.isSafeInteger(jobId) || !idle || this.#freeSlots(q) <= 0) {
       q.wake();
       return;
     }

@@ -11,6 +11,22 @@ import { waitUntil } from './support.ts';
 const db = await createTestDatabase();
 const client = new Client({ pool: db.pool });
 
+/** Collects the payloads of tidemark_jobs wake-ups; `end` delivers what is pending, then stops. */
+async function listenForWakeUps(): Promise<{ woken: string[]; end: () => Promise<void> }> {
+  const listener = new pg.Client({ connectionString: db.url });
+  await listener.connect();
+  const woken: string[] = [];
+  listener.on('notification', (n) => woken.push(n.payload ?? ''));
+  await listener.query('LISTEN tidemark_jobs');
+  return {
+    woken,
+    async end() {
+      await listener.query('SELECT 1');
+      await listener.end();
+    },
+  };
+}
+
 async function jobCount(): Promise<number> {
   const { rows } = await db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM jobs');
   return rows[0]?.n ?? -1;
@@ -128,11 +144,7 @@ test("a queue's max_attempts is the default for its jobs; the job may override i
 
 test('a large batch of fresh jobs (written with COPY) keeps every field, in input order', async () => {
   await queueUpsert(db.pool, 'copied', { maxAttempts: 9 });
-  const listener = new pg.Client({ connectionString: db.url });
-  await listener.connect();
-  const woken: string[] = [];
-  listener.on('notification', (n) => woken.push(n.payload ?? ''));
-  await listener.query('LISTEN tidemark_jobs');
+  const { woken, end } = await listenForWakeUps();
   // Text COPY escapes backslash, tab, newline and carriage return: every one of them must come back.
   const awkward = { s: 'tab\there\nnew\r\\back \u00e9 \u{1F600} "q"', n: [1, null, { d: true }] };
   const input = Array.from({ length: 1_200 }, (_, i) => ({
@@ -178,17 +190,12 @@ test('a large batch of fresh jobs (written with COPY) keeps every field, in inpu
     [2, 1500, 300, 10, 20],
   );
   // Workers are woken by COPY as by INSERT: the statement trigger notifies once per queue.
-  await listener.query('SELECT 1');
-  await listener.end();
+  await end();
   assert.deepEqual(woken.sort(), ['copied', 'copied-2']);
 });
 
 test('a lone enqueue names its job in the wake-up, a batch only its queue; a job due later wakes no one', async () => {
-  const listener = new pg.Client({ connectionString: db.url });
-  await listener.connect();
-  const woken: string[] = [];
-  listener.on('notification', (n) => woken.push(n.payload ?? ''));
-  await listener.query('LISTEN tidemark_jobs');
+  const { woken, end } = await listenForWakeUps();
   const one = await client.jobs.enqueue({ queue: 'wake-one', kind: 'k' });
   await client.jobs.enqueueMany([
     { queue: 'wake-many', kind: 'k' },
@@ -199,16 +206,12 @@ test('a lone enqueue names its job in the wake-up, a batch only its queue; a job
   // a job due later needs none (the promotion that makes it available wakes its queue).
   await waitUntil('two wake-ups', () => Promise.resolve(woken.length >= 2), 3000);
   await new Promise((r) => setTimeout(r, 100));
-  await listener.end();
+  await end();
   assert.deepEqual(woken.sort(), [`wake-one ${one.id}`, 'wake-many'].sort());
 });
 
 test("a lone enqueue in the caller's transaction is woken for when that transaction commits", async () => {
-  const listener = new pg.Client({ connectionString: db.url });
-  await listener.connect();
-  const woken: string[] = [];
-  listener.on('notification', (n) => woken.push(n.payload ?? ''));
-  await listener.query('LISTEN tidemark_jobs');
+  const { woken, end } = await listenForWakeUps();
   const job = await withTransaction(db.pool, async (tx) => {
     const inserted = await client.jobs.enqueueTx(tx, { queue: 'wake-tx', kind: 'k' });
     await new Promise((r) => setTimeout(r, 100));
@@ -216,7 +219,7 @@ test("a lone enqueue in the caller's transaction is woken for when that transact
     return inserted;
   });
   await waitUntil('the wake-up', () => Promise.resolve(woken.length >= 1), 3000);
-  await listener.end();
+  await end();
   assert.deepEqual(woken, [`wake-tx ${job.id}`]);
 });
 
