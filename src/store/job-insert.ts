@@ -5,6 +5,13 @@
 import pg from 'pg';
 import { COPY_CHUNK_ROWS, copyIn, copyInt, copyText } from './copy-text.ts';
 import { jobsWake } from './channels.ts';
+import {
+  generatedKey,
+  generatedKeyJobId,
+  generatedKeySql,
+  generatedKeySuffix,
+  newKeySuffix,
+} from './job-key.ts';
 import type { PoolClient, Queryable } from './pool.ts';
 
 export interface JobInsert {
@@ -14,8 +21,6 @@ export interface JobInsert {
   payload: unknown;
   /** `payload` already serialised (validateEnqueue does it once while checking it); else stringified here. */
   payloadJson?: string;
-  /** true: the key was made for this enqueue (newJobKey), not given by the caller, so no job has it yet. */
-  keyGenerated?: boolean;
   priority: number;
   /** null: now, by the database's clock. */
   runAt: Date | null;
@@ -25,7 +30,8 @@ export interface JobInsert {
   heartbeatMs: number | null;
   backoffBaseMs: number | null;
   backoffMaxMs: number | null;
-  idempotencyKey: string;
+  /** null: none given, so one is generated from the job's id (store/job-key.ts). */
+  idempotencyKey: string | null;
 }
 
 export interface JobInserted {
@@ -38,54 +44,67 @@ export interface JobInserted {
 
 /**
  * Inserts many jobs in one statement (parallel arrays through `unnest`), or with one COPY when the
- * batch is large, due now and has only generated keys; a key already present in its queue keeps the
+ * batch is large, due now and has no keys given; a key already present in its queue keeps the
  * existing job. Returns one entry per input, in input order.
  */
 export async function jobInsertMany(db: Queryable, jobs: readonly JobInsert[]): Promise<JobInserted[]> {
   const [only] = jobs;
   if (only === undefined) return [];
-  if (jobs.length >= COPY_MIN_ROWS && jobs.every((j) => j.keyGenerated === true && j.runAt === null)) {
+  if (jobs.length >= COPY_MIN_ROWS && jobs.every((j) => j.idempotencyKey === null && j.runAt === null)) {
     return db instanceof pg.Pool ? withClient(db, (c) => copyInsert(c, jobs)) : copyInsert(db, jobs);
   }
+  // Jobs are told apart by "queue NUL key" (building it and three hash lookups per job took ~0.25 s
+  // of Node time for 50,000 jobs, so only jobs with a key of their own get one).
+  const byKey = await jobsOfGeneratedKeysSentBack(db, jobs);
+  // The random parts of the keys to generate, one per job without a key.
+  const suffixes = jobs.map((j) => (j.idempotencyKey === null ? newKeySuffix() : null));
+  const toInsert = jobs.flatMap((j, i) =>
+    j.idempotencyKey !== null && byKey.has(queueKey(j.queue, j.idempotencyKey)) ? [] : [i],
+  );
+  const [one] = toInsert;
   const inserted =
-    jobs.length === 1
-      ? db instanceof pg.Pool
-        ? await insertOneThenWake(db, only)
-        : await insertOne(db, only, false)
-      : await insertMany(db, jobs);
-  // Generated keys are unique by themselves, so their rows are found by key alone; the others by
-  // (queue, key), with duplicates and keys already present to resolve. (Building a composite string
-  // and three hash lookups per job took ~0.25 s of Node time for 50,000 jobs.)
-  const fresh = new Map<string, number>();
-  const byKey = new Map<string, number>();
+    one === undefined
+      ? { rows: [] }
+      : toInsert.length === 1
+        ? db instanceof pg.Pool
+          ? await insertOneThenWake(db, jobs[one] as JobInsert, suffixes[one] ?? null)
+          : await insertOne(db, jobs[one] as JobInsert, suffixes[one] ?? null, false)
+        : await insertMany(
+            db,
+            toInsert.map((i) => jobs[i] as JobInsert),
+            toInsert.map((i) => suffixes[i] ?? null),
+          );
+  const generated = new Map<string, InsertedRow>();
   const created = new Set<string>();
   for (const row of inserted.rows) {
-    if (row.fresh === true) {
-      fresh.set(row.key, row.id);
+    if (row.generated === true) {
+      generated.set(generatedKeySuffix(row.key), row);
       continue;
     }
-    const k = `${row.queue}\u0000${row.key}`;
+    const k = queueKey(row.queue, row.key);
     byKey.set(k, row.id);
     created.add(k);
   }
-  const keyed = fresh.size === jobs.length ? [] : jobs.filter((j) => j.keyGenerated !== true);
-  const missing = keyed.filter((j) => !byKey.has(`${j.queue}\u0000${j.idempotencyKey}`));
+  const missing = jobs.filter(
+    (j) => j.idempotencyKey !== null && !byKey.has(queueKey(j.queue, j.idempotencyKey)),
+  );
   if (missing.length > 0) {
     const existing = await db.query<InsertedRow>(
       `SELECT j.id, j.queue, j.idempotency_key AS key
        FROM unnest($1::text[], $2::text[]) AS i(queue, key)
-       JOIN jobs j ON j.queue = i.queue AND j.idempotency_key = i.key`,
+       JOIN jobs j ON j.queue = i.queue AND j.idempotency_key = i.key AND NOT j.key_generated`,
       [missing.map((j) => j.queue), missing.map((j) => j.idempotencyKey)],
     );
-    for (const row of existing.rows) byKey.set(`${row.queue}\u0000${row.key}`, row.id);
+    for (const row of existing.rows) byKey.set(queueKey(row.queue, row.key), row.id);
   }
   const seen = new Set<string>();
-  return jobs.map((j) => {
-    if (j.keyGenerated === true) {
-      const id = fresh.get(j.idempotencyKey);
-      if (id !== undefined) return { id, queue: j.queue, idempotencyKey: j.idempotencyKey, created: true };
+  return jobs.map((j, i) => {
+    if (j.idempotencyKey === null) {
+      const row = generated.get(suffixes[i] ?? '');
+      if (row === undefined) throw new Error(`job ${j.queue} with a generated key was not inserted`);
+      return { id: row.id, queue: j.queue, idempotencyKey: row.key, created: true };
     }
-    const k = `${j.queue}\u0000${j.idempotencyKey}`;
+    const k = queueKey(j.queue, j.idempotencyKey);
     const id = byKey.get(k);
     if (id === undefined) throw new Error(`job ${j.queue}/${j.idempotencyKey} neither inserted nor found`);
     // Two inputs with one key in one call: the first one created the row, the second found it.
@@ -95,6 +114,33 @@ export async function jobInsertMany(db: Queryable, jobs: readonly JobInsert[]): 
   });
 }
 
+function queueKey(queue: string, key: string | null): string {
+  return `${queue}\u0000${key ?? ''}`;
+}
+
+/**
+ * Jobs named by a generated key that a caller sent back as its own (`job-<id>-…`): found through the
+ * id in the key, since such keys are not in the unique key index. A key of that form naming no job
+ * of the queue is an ordinary caller key from then on.
+ */
+async function jobsOfGeneratedKeysSentBack(
+  db: Queryable,
+  jobs: readonly JobInsert[],
+): Promise<Map<string, number>> {
+  const found = new Map<string, number>();
+  const ids = jobs.flatMap((j) => {
+    const id = j.idempotencyKey === null ? undefined : generatedKeyJobId(j.idempotencyKey);
+    return id === undefined ? [] : [id];
+  });
+  if (ids.length === 0) return found;
+  const { rows } = await db.query<InsertedRow>(
+    `SELECT id, queue, idempotency_key AS key FROM jobs WHERE id = ANY ($1::bigint[]) AND key_generated`,
+    [ids],
+  );
+  for (const row of rows) found.set(queueKey(row.queue, row.key), row.id);
+  return found;
+}
+
 const INSERT_COLUMNS = `queue, kind, tenant_id, payload, priority, state, run_at, max_attempts, timeout_ms,
   heartbeat_ms, backoff_base_ms, backoff_max_ms, idempotency_key`;
 
@@ -102,31 +148,36 @@ interface InsertedRow {
   id: number;
   queue: string;
   key: string;
-  /** Inserted by the insert of generated keys (insertMany only). */
-  fresh?: boolean;
+  /** The key was generated by the insert (found by its random part, not by queue and key). */
+  generated?: boolean;
 }
 
 /**
  * One job, with scalar parameters: the many-row statement would encode, send and unnest twelve
- * one-element arrays for it. One round trip either way.
+ * one-element arrays for it. One round trip either way. The id is drawn in the statement so that a
+ * key to generate ($13 its random part, when $12 is null) can be made from it.
  */
 async function insertOne(
   db: Queryable,
   j: JobInsert,
+  suffix: string | null,
   wakeAfterCommit: boolean,
 ): Promise<pg.QueryResult<InsertedRow & { available: boolean }>> {
   return db.query<InsertedRow & { available: boolean }>({
     // Prepared once per connection: a single enqueue then skips parse and plan.
     name: wakeAfterCommit ? 'tidemark_job_insert_one_quiet' : 'tidemark_job_insert_one',
-    text: `INSERT INTO jobs (${INSERT_COLUMNS})
-     SELECT $1::text, $2::text, $3::text, $4::jsonb, $5::int,
+    text: `INSERT INTO jobs (id, ${INSERT_COLUMNS}, key_generated)
+     OVERRIDING SYSTEM VALUE
+     SELECT s.id, $1::text, $2::text, $3::text, $4::jsonb, $5::int,
             CASE WHEN $6::timestamptz > now() THEN 'scheduled' ELSE 'available' END,
             coalesce($6::timestamptz, now()),
             coalesce($7::int, (SELECT q.max_attempts FROM queues q WHERE q.name = $1), 4),
-            $8::int, $9::int, $10::int, $11::int, $12::text
+            $8::int, $9::int, $10::int, $11::int,
+            coalesce($12::text, ${generatedKeySql('s.id', '$13::text')}), $12::text IS NULL
+     FROM (SELECT nextval('jobs_id_seq') AS id) s
      ${wakeAfterCommit ? QUIET_TRIGGER : ''}
-     ON CONFLICT (queue, idempotency_key) DO NOTHING
-     RETURNING id, queue, idempotency_key AS key, state = 'available' AS available`,
+     ON CONFLICT (queue, idempotency_key) WHERE NOT key_generated DO NOTHING
+     RETURNING id, queue, idempotency_key AS key, key_generated AS generated, state = 'available' AS available`,
     values: [
       j.queue,
       j.kind,
@@ -140,6 +191,7 @@ async function insertOne(
       j.backoffBaseMs,
       j.backoffMaxMs,
       j.idempotencyKey,
+      suffix,
     ],
   });
 }
@@ -160,8 +212,9 @@ const QUIET_TRIGGER = `WHERE set_config('tidemark.wake', 'after_commit', true) I
 async function insertOneThenWake(
   pool: pg.Pool,
   j: JobInsert,
+  suffix: string | null,
 ): Promise<pg.QueryResult<InsertedRow & { available: boolean }>> {
-  const result = await insertOne(pool, j, true);
+  const result = await insertOne(pool, j, suffix, true);
   const row = result.rows[0];
   // Not awaited: the job is committed and the caller need not wait a round trip more for its
   // workers to hear of it. A wake-up that fails leaves the job to the workers' poll.
@@ -169,24 +222,34 @@ async function insertOneThenWake(
   return result;
 }
 
-/** The SELECT that turns twelve parallel arrays, from parameter $`from` on, into rows for jobs. */
-function unnestRows(from: number): string {
+/**
+ * The SELECT that turns twelve parallel arrays, from parameter $`from` on, into rows for jobs
+ * (INSERT_COLUMNS). `generated`: the key array holds the random parts of keys to generate, and the
+ * rows start with an id drawn for each, which their key is made from.
+ */
+function unnestRows(from: number, generated: boolean): string {
   const p = (n: number): string => `$${from + n}`;
-  return `SELECT i.queue, i.kind, i.tenant_id, i.payload, i.priority,
+  return `SELECT ${generated ? 'i.id, ' : ''}i.queue, i.kind, i.tenant_id, i.payload, i.priority,
             CASE WHEN i.run_at > now() THEN 'scheduled' ELSE 'available' END,
             coalesce(i.run_at, now()),
             coalesce(i.max_attempts, q.max_attempts, 4),
-            i.timeout_ms, i.heartbeat_ms, i.backoff_base_ms, i.backoff_max_ms, i.key
-     FROM unnest(${p(0)}::text[], ${p(1)}::text[], ${p(2)}::text[], ${p(3)}::jsonb[], ${p(4)}::int[],
-                 ${p(5)}::timestamptz[], ${p(6)}::int[], ${p(7)}::int[], ${p(8)}::int[], ${p(9)}::int[],
-                 ${p(10)}::int[], ${p(11)}::text[])
-          AS i(queue, kind, tenant_id, payload, priority, run_at, max_attempts, timeout_ms, heartbeat_ms,
-               backoff_base_ms, backoff_max_ms, key)
+            i.timeout_ms, i.heartbeat_ms, i.backoff_base_ms, i.backoff_max_ms,
+            ${generated ? `${generatedKeySql('i.id', 'i.key')}, true` : 'i.key, false'}
+     FROM (SELECT ${generated ? `nextval('jobs_id_seq') AS id, ` : ''}*
+           FROM unnest(${p(0)}::text[], ${p(1)}::text[], ${p(2)}::text[], ${p(3)}::jsonb[], ${p(4)}::int[],
+                       ${p(5)}::timestamptz[], ${p(6)}::int[], ${p(7)}::int[], ${p(8)}::int[], ${p(9)}::int[],
+                       ${p(10)}::int[], ${p(11)}::text[])
+                AS u(queue, kind, tenant_id, payload, priority, run_at, max_attempts, timeout_ms, heartbeat_ms,
+                     backoff_base_ms, backoff_max_ms, key)
+           -- A fence: the id drawn here is read twice above (the id and the key), so it must be
+           -- drawn once per row, not once per reference.
+           OFFSET 0) i
           -- A join, not a subquery per row: 50,000 lookups of the same queue cost ~100 ms.
           LEFT JOIN queues q ON q.name = i.queue`;
 }
 
-function columnArrays(jobs: readonly JobInsert[]): unknown[] {
+/** The arrays unnestRows reads; `keys` holds the keys given or the random parts of keys to generate. */
+function columnArrays(jobs: readonly JobInsert[], keys: readonly (string | null)[]): unknown[] {
   return [
     jobs.map((j) => j.queue),
     jobs.map((j) => j.kind),
@@ -199,34 +262,49 @@ function columnArrays(jobs: readonly JobInsert[]): unknown[] {
     jobs.map((j) => j.heartbeatMs),
     jobs.map((j) => j.backoffBaseMs),
     jobs.map((j) => j.backoffMaxMs),
-    jobs.map((j) => j.idempotencyKey),
+    keys,
   ];
 }
 
 /**
- * Many jobs in one statement: parallel arrays through `unnest`, in two inserts. Jobs whose key was
- * made for this enqueue (`keyGenerated`) can not clash, so they skip ON CONFLICT's speculative
- * insertion (an extra probe of the key index and a confirm per row): 50,000 rows took 1,210 ms of
- * PostgreSQL CPU against 1,630–1,850 ms with ON CONFLICT (time-ordered keys, alternating runs).
+ * Many jobs in one statement: parallel arrays through `unnest`, in two inserts. Jobs whose key is
+ * generated here can not clash, so they skip ON CONFLICT's speculative insertion (an extra probe of
+ * the key index and a confirm per row): 50,000 rows took 1,210 ms of PostgreSQL CPU against
+ * 1,630–1,850 ms with ON CONFLICT (time-ordered keys, alternating runs). `suffixes[i]` is the random
+ * part of the key to generate for jobs[i], null when it has a key of its own.
  */
-async function insertMany(db: Queryable, jobs: readonly JobInsert[]): Promise<pg.QueryResult<InsertedRow>> {
-  const fresh = jobs.filter((j) => j.keyGenerated === true);
-  const keyed = fresh.length === 0 ? jobs : jobs.filter((j) => j.keyGenerated !== true);
+async function insertMany(
+  db: Queryable,
+  jobs: readonly JobInsert[],
+  suffixes: readonly (string | null)[],
+): Promise<pg.QueryResult<InsertedRow>> {
+  const fresh = jobs.filter((j) => j.idempotencyKey === null);
+  const keyed = fresh.length === 0 ? jobs : jobs.filter((j) => j.idempotencyKey !== null);
   return db.query<InsertedRow>({
     name: 'tidemark_job_insert_many',
     text: `WITH fresh AS (
-       INSERT INTO jobs (${INSERT_COLUMNS})
-       ${unnestRows(1)}
+       INSERT INTO jobs (id, ${INSERT_COLUMNS}, key_generated)
+       OVERRIDING SYSTEM VALUE
+       ${unnestRows(1, true)}
        RETURNING id, queue, idempotency_key AS key
      ),
      keyed AS (
-       INSERT INTO jobs (${INSERT_COLUMNS})
-       ${unnestRows(13)}
-       ON CONFLICT (queue, idempotency_key) DO NOTHING
+       INSERT INTO jobs (${INSERT_COLUMNS}, key_generated)
+       ${unnestRows(13, false)}
+       ON CONFLICT (queue, idempotency_key) WHERE NOT key_generated DO NOTHING
        RETURNING id, queue, idempotency_key AS key
      )
-     SELECT id, queue, key, true AS fresh FROM fresh UNION ALL SELECT id, queue, key, false FROM keyed`,
-    values: [...columnArrays(fresh), ...columnArrays(keyed)],
+     SELECT id, queue, key, true AS generated FROM fresh UNION ALL SELECT id, queue, key, false FROM keyed`,
+    values: [
+      ...columnArrays(
+        fresh,
+        suffixes.filter((x) => x !== null),
+      ),
+      ...columnArrays(
+        keyed,
+        keyed.map((j) => j.idempotencyKey),
+      ),
+    ],
   });
 }
 
@@ -251,9 +329,9 @@ interface IdRange {
 }
 
 /**
- * A large batch of jobs due now whose keys were made for this enqueue (so none can clash) with one
- * COPY, after drawing their ids from the jobs' sequence: COPY returns nothing, so the ids must be
- * known before. Without a transaction of the caller's, the COPY commits on its own, all or nothing;
+ * A large batch of jobs due now without keys of their own (so none can clash) with one COPY, after
+ * drawing their ids from the jobs' sequence: COPY returns nothing, so the ids (and the keys made from
+ * them) must be known before. Without a transaction of the caller's, the COPY commits on its own, all or nothing;
  * ids drawn for a COPY that then fails are skipped, as any rolled-back insert's are.
  *
  * Measured with 50,000 jobs on a fresh database (quiet machine): the `unnest` INSERT took 1,650 ms
@@ -276,16 +354,17 @@ async function copyInsert(db: Pick<PoolClient, 'query'>, jobs: readonly JobInser
   let n = 0;
   for (const r of rows) for (let id = r.lo; id <= r.hi; id++) ids[n++] = id;
   const queueAttempts = rows[0]?.queues ?? {};
+  const keys = Array.from(ids, (id) => generatedKey(id, newKeySuffix()));
   await copyIn(
     db,
     `jobs (id, queue, kind, tenant_id, payload, priority, max_attempts, timeout_ms, heartbeat_ms,
-           backoff_base_ms, backoff_max_ms, idempotency_key)`,
-    copyJobRows(jobs, ids, queueAttempts),
+           backoff_base_ms, backoff_max_ms, idempotency_key, key_generated)`,
+    copyJobRows(jobs, ids, keys, queueAttempts),
   );
   return jobs.map((j, i) => ({
     id: ids[i] as number,
     queue: j.queue,
-    idempotencyKey: j.idempotencyKey,
+    idempotencyKey: keys[i] as string,
     created: true,
   }));
 }
@@ -294,6 +373,7 @@ async function copyInsert(db: Pick<PoolClient, 'query'>, jobs: readonly JobInser
 function* copyJobRows(
   jobs: readonly JobInsert[],
   ids: Float64Array,
+  keys: readonly string[],
   queueAttempts: Record<string, number>,
 ): Generator<string> {
   let chunk = '';
@@ -304,7 +384,7 @@ function* copyJobRows(
     chunk +=
       `${ids[i]}\t${copyText(j.queue)}\t${copyText(j.kind)}\t${copyText(j.tenantId)}\t${copyText(payload)}\t${j.priority}\t` +
       `${attempts}\t${copyInt(j.timeoutMs)}\t${copyInt(j.heartbeatMs)}\t${copyInt(j.backoffBaseMs)}\t` +
-      `${copyInt(j.backoffMaxMs)}\t${copyText(j.idempotencyKey)}\n`;
+      `${copyInt(j.backoffMaxMs)}\t${keys[i]}\tt\n`;
     if ((i + 1) % COPY_CHUNK_ROWS === 0) {
       yield chunk;
       chunk = '';

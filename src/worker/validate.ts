@@ -4,7 +4,6 @@
  */
 import type { JobInsert } from '../store/job-insert.ts';
 import { JobValidationError } from './errors.ts';
-import { newJobKey } from './job-key.ts';
 
 export interface EnqueueInput {
   queue: string;
@@ -22,7 +21,10 @@ export interface EnqueueInput {
   heartbeatMs?: number;
   backoffBaseMs?: number;
   backoffMaxMs?: number;
-  /** Default: a new UUIDv7 (no deduplication). A key already in the queue returns that job. */
+  /**
+   * Default: `job-<id>-<16 hex>`, made from the new job's id (no deduplication). A key already in
+   * the queue returns that job, a generated one sent back included.
+   */
   idempotencyKey?: string;
 }
 
@@ -89,8 +91,8 @@ export function validateEnqueue(input: EnqueueInput, prefix: string): JobInsert 
     }
     runAt = input.runAt;
   }
-  const key = input.idempotencyKey ?? newJobKey();
-  if (typeof key !== 'string' || key.length === 0 || key.length > 512) {
+  const key = input.idempotencyKey ?? null;
+  if (key !== null && (typeof key !== 'string' || key.length === 0 || key.length > 512)) {
     fail(at(prefix, 'idempotencyKey'), 'must be a non-empty string of at most 512 characters');
   }
   const backoffBaseMs = optionalInt(input.backoffBaseMs, prefix, 'backoffBaseMs', 0);
@@ -115,6 +117,5 @@ export function validateEnqueue(input: EnqueueInput, prefix: string): JobInsert 
     backoffBaseMs,
     backoffMaxMs,
     idempotencyKey: key,
-    keyGenerated: input.idempotencyKey === undefined,
   };
 }

@@ -60,6 +60,76 @@ test('a key already present in the queue returns the existing job; another queue
   assert.equal(rows.length, 2);
 });
 
+test('a job without a key gets job-<id>-<random>; sent back as a key, it returns that job on every path', async () => {
+  const generated = /^job-(\d+)-[0-9a-f]{16}$/;
+  const one = await client.jobs.enqueue({ queue: 'gen', kind: 'k' });
+  const inTx = await withTransaction(db.pool, (tx) => client.jobs.enqueueTx(tx, { queue: 'gen', kind: 'k' }));
+  const few = await client.jobs.enqueueMany([
+    { queue: 'gen', kind: 'k' },
+    { queue: 'gen', kind: 'k', idempotencyKey: 'given' },
+    { queue: 'gen', kind: 'k', runAt: new Date(Date.now() + 3_600_000) },
+  ]);
+  const copied = await client.jobs.enqueueMany(
+    Array.from({ length: 600 }, () => ({ queue: 'gen', kind: 'k' })),
+  );
+  const made = [one, inTx, few[0], few[2], ...copied].map((r) => {
+    assert.ok(r);
+    return r;
+  });
+  for (const r of made) assert.equal(generated.exec(r.idempotencyKey)?.[1], String(r.id), r.idempotencyKey);
+  assert.equal(
+    new Set(made.map((r) => r.idempotencyKey.slice(-16))).size,
+    made.length,
+    'random parts differ',
+  );
+  const { rows } = await db.pool.query<{ key: string; generated: boolean }>(
+    `SELECT idempotency_key AS key, key_generated AS generated FROM jobs WHERE id = ANY ($1::bigint[])`,
+    [[one.id, few[1]?.id, copied[0]?.id]],
+  );
+  assert.deepEqual(rows.map((r) => r.generated).sort(), [false, true, true], 'only the given key is indexed');
+
+  const before = await jobCount();
+  const sentBack = [one, inTx, few[0], copied[599]].map((r) => ({
+    queue: 'gen',
+    kind: 'k',
+    idempotencyKey: r?.idempotencyKey,
+  }));
+  const again = [
+    await client.jobs.enqueue(sentBack[0] ?? { queue: 'gen', kind: 'k' }),
+    await withTransaction(db.pool, (tx) =>
+      client.jobs.enqueueTx(tx, sentBack[1] ?? { queue: 'gen', kind: 'k' }),
+    ),
+    ...(await client.jobs.enqueueMany([
+      ...sentBack.slice(2),
+      { queue: 'gen', kind: 'k', idempotencyKey: 'given' },
+    ])),
+  ];
+  assert.deepEqual(
+    again.map((r) => [r.id, r.created]),
+    [one, inTx, few[0], copied[599], few[1]].map((r) => [r?.id, false]),
+  );
+  assert.equal(await jobCount(), before, 'nothing written');
+
+  // Keys are per queue; a key of the generated form that names no job of the queue is a caller's key.
+  const elsewhere = await client.jobs.enqueue({
+    queue: 'gen-2',
+    kind: 'k',
+    idempotencyKey: one.idempotencyKey,
+  });
+  assert.equal(elsewhere.created, true);
+  const twice = await client.jobs.enqueue({ queue: 'gen-2', kind: 'k', idempotencyKey: one.idempotencyKey });
+  assert.deepEqual([twice.id, twice.created], [elsewhere.id, false]);
+  const unknown = `job-${one.id}-0123456789abcdef`;
+  const [u1, u2] = await client.jobs.enqueueMany([
+    { queue: 'gen', kind: 'k', idempotencyKey: unknown },
+    { queue: 'gen', kind: 'k', idempotencyKey: unknown },
+  ]);
+  assert.deepEqual(
+    [u1?.created, u2?.created, u1?.id === u2?.id, u1?.id === one.id],
+    [true, false, true, false],
+  );
+});
+
 test('enqueueMany answers in input order, de-duplicating keys within the call and against the table', async () => {
   const before = await client.jobs.enqueue({ queue: 'bulk', kind: 'k', idempotencyKey: 'b-0' });
   const result = await client.jobs.enqueueMany([

@@ -8,7 +8,6 @@ import { jobCancel, jobGet, jobRetryMany, JobState, type JobRow } from '../../st
 import { withTransaction, type Queryable } from '../../store/pool.ts';
 import { tenantExists } from '../../store/tenants.ts';
 import { PUSH_KIND, PUSH_QUEUE, pushPayload } from '../../push/target.ts';
-import { newJobKey } from '../../worker/job-key.ts';
 import type { Api } from '../app.ts';
 import { tenantScope } from '../auth.ts';
 import { ApiError, badRequest, conflict, notFound, type FieldError } from '../errors.ts';
@@ -93,8 +92,7 @@ function toInsert(input: JobInput, tenantId: string, at: string, problems: Field
     heartbeatMs: input.heartbeatMs ?? null,
     backoffBaseMs: input.backoffBaseMs ?? null,
     backoffMaxMs: input.backoffMaxMs ?? null,
-    idempotencyKey: input.idempotencyKey ?? newJobKey(),
-    keyGenerated: input.idempotencyKey === undefined,
+    idempotencyKey: input.idempotencyKey ?? null,
   };
 }
 
@@ -158,10 +156,10 @@ export function jobRoutes(app: Api, deps: RouteDeps): void {
         );
       }
       if (problems.length > 0) throw badRequest(problems);
-      // One job whose key was made here clashes with nothing: no transaction to roll back, and on the
+      // One job whose key is generated clashes with nothing: no transaction to roll back, and on the
       // pool its wake-up goes out after its commit instead of serialising it with other enqueues'.
       const [only] = rows;
-      if (rows.length === 1 && only?.keyGenerated === true) {
+      if (rows.length === 1 && only?.idempotencyKey === null) {
         const [one] = await jobInsertMany(pool, rows);
         if (one === undefined) throw new ApiError(500, 'internal', 'enqueue returned nothing');
         return await reply.status(201).send(many ? { items: [one] } : one);

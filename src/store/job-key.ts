@@ -1,0 +1,51 @@
+/**
+ * The idempotency key of a job enqueued without one: `job-<job id>-<16 hex digits>`. The statement
+ * that inserts the job draws its id and joins it to a random part made here (the COPY path knows the
+ * ids first and makes the whole key here).
+ *
+ * Unique within a database by the id, and across databases by the 64 random bits: a handler's own
+ * dedupe table may serve two Tidemark databases (a new cluster's ids start at 1 again), where `job-1`
+ * alone would say that an effect had already happened. Being unique by construction, these keys stay
+ * out of the unique key index (migration 0018), which every claim and completion would otherwise
+ * write to; a generated key sent back as a caller's key finds its job through the id in it.
+ */
+import { randomFillSync } from 'node:crypto';
+
+/** Random bytes fetched 1,024 keys' worth at a time: one getrandom call per key costs more than the key. */
+const POOL_BYTES = 8 * 1024;
+const pool = Buffer.alloc(POOL_BYTES);
+let offset = POOL_BYTES;
+
+const GENERATED = /^job-([1-9][0-9]{0,15})-[0-9a-f]{16}$/;
+
+/** The random part of a new generated key: 16 lowercase hex digits. */
+export function newKeySuffix(): string {
+  if (offset + 8 > POOL_BYTES) {
+    randomFillSync(pool);
+    offset = 0;
+  }
+  offset += 8;
+  return pool.toString('hex', offset - 8, offset);
+}
+
+export function generatedKey(jobId: number, suffix: string): string {
+  return `job-${jobId}-${suffix}`;
+}
+
+/** The same key made in SQL, from expressions for the id and the random part. */
+export function generatedKeySql(jobId: string, suffix: string): string {
+  return `'job-' || ${jobId} || '-' || ${suffix}`;
+}
+
+/** The job id in a key of the generated form, else undefined (any other key is the caller's own). */
+export function generatedKeyJobId(key: string): number | undefined {
+  const match = GENERATED.exec(key);
+  if (match === null) return undefined;
+  const id = Number(match[1]);
+  return Number.isSafeInteger(id) ? id : undefined;
+}
+
+/** The random part of a generated key. */
+export function generatedKeySuffix(key: string): string {
+  return key.slice(-16);
+}
