@@ -87,7 +87,7 @@ async function drain(db: BenchDatabase, jobs: JobClient): Promise<{ perSecond: n
   );
   const attempts = await count(
     db,
-    `SELECT count(*)::int AS n FROM job_attempts a JOIN jobs j ON j.id = a.job_id
+    `SELECT count(*)::int AS n FROM job_attempt_history a JOIN jobs j ON j.id = a.job_id
      WHERE j.queue = 'drain' AND a.outcome = 'succeeded'`,
   );
   return { perSecond: DRAIN / seconds, kept: succeeded === DRAIN && attempts === DRAIN };

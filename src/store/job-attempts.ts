@@ -1,4 +1,7 @@
-/** Named statements on `job_attempts`: the per-attempt history (worker, start, end, outcome, error). */
+/**
+ * The per-attempt history (worker, start, end, outcome, error), read through job_attempt_history: the
+ * job_attempts rows and, for a job that succeeded, its row (migration 0019).
+ */
 import type { AttemptOutcome } from './jobs.ts';
 import type { Queryable } from './pool.ts';
 
@@ -24,7 +27,7 @@ export async function jobAttemptListByJobs(
 ): Promise<JobAttemptRow[]> {
   if (jobIds.length === 0) return [];
   const result = await db.query<JobAttemptRow>(
-    `SELECT ${COLUMNS} FROM job_attempts WHERE job_id = ANY ($1::bigint[]) ORDER BY job_id, attempt`,
+    `SELECT ${COLUMNS} FROM job_attempt_history WHERE job_id = ANY ($1::bigint[]) ORDER BY job_id, attempt`,
     [jobIds],
   );
   return result.rows;

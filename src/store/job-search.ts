@@ -2,15 +2,8 @@
  * The API's reads of `jobs`: filtered, tenant-scoped, paged listings (newest first) and the
  * dead-letter selection for bulk re-runs. The worker layer's own statements stay in jobs.ts.
  */
-import type { JobRow, JobState } from './jobs.ts';
+import { JOB_COLUMNS, type JobRow, type JobState } from './jobs.ts';
 import type { Queryable } from './pool.ts';
-
-const JOB_COLUMNS = `id, queue, kind, tenant_id AS "tenantId", payload, priority, state, run_at AS "runAt",
-  attempt, max_attempts AS "maxAttempts", timeout_ms AS "timeoutMs", heartbeat_ms AS "heartbeatMs",
-  backoff_base_ms AS "backoffBaseMs", backoff_max_ms AS "backoffMaxMs", idempotency_key AS "idempotencyKey",
-  lease_owner AS "leaseOwner", lease_expires_at AS "leaseExpiresAt", progress, heartbeat_at AS "heartbeatAt",
-  last_error AS "lastError", schedule_id AS "scheduleId", cancel_requested_at AS "cancelRequestedAt",
-  created_at AS "createdAt", started_at AS "startedAt", finished_at AS "finishedAt"`;
 
 export interface JobSearchFilter {
   tenantId?: string;

@@ -56,10 +56,15 @@ export interface JobRow {
   finishedAt: Date | null;
 }
 
-const JOB_COLUMNS = `id, queue, kind, tenant_id AS "tenantId", payload, priority, state, run_at AS "runAt",
+/**
+ * A job as its readers see it. lease_owner outlives a success as the record of who ran it (migration
+ * 0019); leaseOwner is the holder of a live lease, so only a running job has one.
+ */
+export const JOB_COLUMNS = `id, queue, kind, tenant_id AS "tenantId", payload, priority, state, run_at AS "runAt",
   attempt, max_attempts AS "maxAttempts", timeout_ms AS "timeoutMs", heartbeat_ms AS "heartbeatMs",
   backoff_base_ms AS "backoffBaseMs", backoff_max_ms AS "backoffMaxMs", idempotency_key AS "idempotencyKey",
-  lease_owner AS "leaseOwner", lease_expires_at AS "leaseExpiresAt", progress, heartbeat_at AS "heartbeatAt",
+  CASE WHEN state = 'running' THEN lease_owner END AS "leaseOwner", lease_expires_at AS "leaseExpiresAt",
+  progress, heartbeat_at AS "heartbeatAt",
   last_error AS "lastError", schedule_id AS "scheduleId", cancel_requested_at AS "cancelRequestedAt",
   created_at AS "createdAt", started_at AS "startedAt", finished_at AS "finishedAt"`;
 
@@ -306,9 +311,10 @@ function ownedAttempt(owner: string): string {
 }
 
 /**
- * Marks attempts succeeded and records them in job_attempts, in the caller's transaction (the
- * workflow layer extends this transaction with dependency release). Returns the ids written; an id
- * missing from the result was no longer owned (lease lost, reaped, or already finished).
+ * Marks attempts succeeded, in the caller's transaction (the workflow layer extends this transaction
+ * with dependency release). The row is the record of its successful attempt: lease_owner keeps the
+ * worker, started_at and finished_at its span (job_attempt_history, migration 0019). Returns the ids
+ * written; an id missing from the result was no longer owned (lease lost, reaped, or already finished).
  */
 export async function jobCompleteMany(
   db: Queryable,
@@ -319,14 +325,9 @@ export async function jobCompleteMany(
   const batch = sortedById(refs);
   const result = await db.query<{ id: number }>({
     name: 'tidemark_job_complete_many',
-    text: `WITH done AS (
-        UPDATE jobs j SET state = 'succeeded', finished_at = now(), lease_owner = NULL, lease_expires_at = NULL
-        WHERE ${ownedAttempt('$3')}
-        RETURNING j.id, j.attempt, j.started_at
-      )
-      INSERT INTO job_attempts (job_id, attempt, worker, started_at, finished_at, outcome)
-      SELECT id, attempt, $3, started_at, now(), 'succeeded' FROM done
-      RETURNING job_id AS id`,
+    text: `UPDATE jobs j SET state = 'succeeded', finished_at = now(), lease_expires_at = NULL
+      WHERE ${ownedAttempt('$3')}
+      RETURNING j.id`,
     values: [batch.map((r) => r.id), batch.map((r) => r.attempt), owner],
   });
   const ids = result.rows.map((r) => r.id);

@@ -71,7 +71,7 @@ test('SIGKILL of the push executor mid-request: redelivered after the lease, sam
   await second.kill('SIGTERM');
 
   const attempts = await db.pool.query<{ attempt: number; outcome: string }>(
-    'SELECT attempt, outcome FROM job_attempts WHERE job_id = $1 ORDER BY attempt',
+    'SELECT attempt, outcome FROM job_attempt_history WHERE job_id = $1 ORDER BY attempt',
     [job.id],
   );
   assert.deepEqual(

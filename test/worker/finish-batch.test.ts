@@ -53,7 +53,7 @@ test('a batch of failures in any order gives each job its own outcome and error'
     { id: d.id, state: 'failed', last_error: 'error of d' },
   ]);
   const { rows } = await db.pool.query<{ job_id: number; outcome: string }>(
-    'SELECT job_id, outcome FROM job_attempts WHERE job_id = ANY ($1::bigint[]) ORDER BY job_id',
+    'SELECT job_id, outcome FROM job_attempt_history WHERE job_id = ANY ($1::bigint[]) ORDER BY job_id',
     [[a.id, b.id, c.id, d.id]],
   );
   assert.deepEqual(

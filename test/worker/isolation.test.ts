@@ -42,7 +42,7 @@ function percentile(values: number[], p: number): number {
 async function startLags(ids: number[]): Promise<number[]> {
   const { rows } = await db.pool.query<{ lag: number }>(
     `SELECT (extract(epoch FROM a.started_at - j.run_at) * 1000)::float8 AS lag
-     FROM jobs j JOIN job_attempts a ON a.job_id = j.id AND a.attempt = 1 WHERE j.id = ANY ($1)`,
+     FROM jobs j JOIN job_attempt_history a ON a.job_id = j.id AND a.attempt = 1 WHERE j.id = ANY ($1)`,
     [ids],
   );
   return rows.map((r) => r.lag);
@@ -154,7 +154,7 @@ test('a cluster-wide queue limit is never exceeded by 4 worker processes', async
   assert.equal(await peakOverlap('limited'), 3, 'the limit was reached and never exceeded');
   const { rows } = await db.pool.query<{ runs: number; workers: number }>(
     `SELECT count(*)::int AS runs, count(DISTINCT a.worker)::int AS workers
-     FROM runs r JOIN job_attempts a ON a.job_id = r.job_id AND a.attempt = r.attempt WHERE r.queue = 'limited'`,
+     FROM runs r JOIN job_attempt_history a ON a.job_id = r.job_id AND a.attempt = r.attempt WHERE r.queue = 'limited'`,
   );
   assert.equal(rows[0]?.runs, 40, 'each job ran exactly once');
   assert.ok((rows[0]?.workers ?? 0) >= 2, 'the work was spread over several processes');
@@ -180,9 +180,9 @@ test("tenant fairness across processes: B's single job starts in the first batch
   await worker.kill('SIGKILL');
   // Jobs of one claim share its started_at (the transaction's time): none of A's came in an earlier claim.
   const { rows } = await db.pool.query<{ ahead: number; total: number }>(
-    `SELECT count(*) FILTER (WHERE a.started_at < (SELECT started_at FROM job_attempts WHERE job_id = $1))::int AS ahead,
+    `SELECT count(*) FILTER (WHERE a.started_at < (SELECT started_at FROM job_attempt_history WHERE job_id = $1))::int AS ahead,
             count(*)::int AS total
-     FROM job_attempts a JOIN jobs j ON j.id = a.job_id WHERE j.queue = 'fairp' AND j.tenant_id = 'tenant-a'`,
+     FROM job_attempt_history a JOIN jobs j ON j.id = a.job_id WHERE j.queue = 'fairp' AND j.tenant_id = 'tenant-a'`,
     [b.id],
   );
   assert.equal(

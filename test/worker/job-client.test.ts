@@ -330,6 +330,25 @@ test('cancel of a pending job is immediate; a finished job is left as it is', as
   assert.equal(await client.jobs.cancel(987654321), undefined);
 });
 
+test('a success written before 0019 (attempt row, lease_owner cleared) is in the history once', async () => {
+  const job = await client.jobs.enqueue({ queue: 'old-success', kind: 'k' });
+  await db.pool.query(
+    `UPDATE jobs SET state = 'succeeded', attempt = 1, started_at = now() - interval '1 second',
+                     finished_at = now(), lease_owner = NULL WHERE id = $1`,
+    [job.id],
+  );
+  await db.pool.query(
+    `INSERT INTO job_attempts (job_id, attempt, worker, started_at, finished_at, outcome)
+     VALUES ($1, 1, 'w-old', now() - interval '1 second', now(), 'succeeded')`,
+    [job.id],
+  );
+  const got = await client.jobs.get(job.id);
+  assert.deepEqual(
+    got?.attempts.map((a) => [a.attempt, a.worker, a.outcome]),
+    [[1, 'w-old', 'succeeded']],
+  );
+});
+
 test('the dead letter lists dead jobs with their history; retry re-runs one, retryDead many', async () => {
   const ids: number[] = [];
   for (let i = 0; i < 3; i++)

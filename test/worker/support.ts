@@ -54,7 +54,9 @@ export async function attemptsOf(
     outcome: string;
     worker: string;
     error: string | null;
-  }>('SELECT attempt, outcome, worker, error FROM job_attempts WHERE job_id = $1 ORDER BY attempt', [id]);
+  }>('SELECT attempt, outcome, worker, error FROM job_attempt_history WHERE job_id = $1 ORDER BY attempt', [
+    id,
+  ]);
   return rows;
 }
 

@@ -47,6 +47,11 @@ test('a job runs once, gets its context, and is recorded with its attempt', asyn
   assert.equal(got?.attempts[0]?.outcome, 'succeeded');
   assert.equal(got?.attempts[0]?.worker, worker.id);
   assert.ok((got?.attempts[0]?.durationMs ?? -1) >= 0);
+  const { rows } = await db.pool.query<{ n: number }>(
+    'SELECT count(*)::int AS n FROM job_attempts WHERE job_id = $1',
+    [job.id],
+  );
+  assert.equal(rows[0]?.n, 0, 'a success is recorded on the job row (0019), not as an attempt row');
   const m = worker.metrics()[0];
   assert.equal(m?.outcomes.succeeded, 1);
   assert.equal(m?.startLagMs.count, 1);

@@ -193,7 +193,7 @@ test('story 2: the final node’s completion write is lost; only it runs again, 
   );
   assert.deepEqual(await transitions('story2'), ['running->succeeded'], 'succeeded exactly once');
   const attempts = await db.pool.query<{ outcome: string }>(
-    `SELECT a.outcome FROM job_attempts a JOIN workflow_nodes n ON n.job_id = a.job_id
+    `SELECT a.outcome FROM job_attempt_history a JOIN workflow_nodes n ON n.job_id = a.job_id
      WHERE n.workflow_id = 'story2' AND n.key = 's2final' ORDER BY a.attempt`,
   );
   assert.deepEqual(
@@ -232,11 +232,11 @@ test('story 3: workers killed at random points of a 2,000-node fan-out/fan-in; i
     `SELECT n.key FROM workflow_nodes n JOIN jobs j ON j.id = n.job_id
      WHERE n.workflow_id = 'story3'
        AND (SELECT count(*) FROM wf_exec e WHERE e.node = n.key) > 1
-       AND NOT EXISTS (SELECT 1 FROM job_attempts a WHERE a.job_id = j.id AND a.outcome = 'lease_lost')`,
+       AND NOT EXISTS (SELECT 1 FROM job_attempt_history a WHERE a.job_id = j.id AND a.outcome = 'lease_lost')`,
   );
   assert.deepEqual(unexplained.rows, []);
   const lost = await db.pool.query<{ n: number }>(
-    `SELECT count(*)::int AS n FROM job_attempts a JOIN workflow_nodes n ON n.job_id = a.job_id
+    `SELECT count(*)::int AS n FROM job_attempt_history a JOIN workflow_nodes n ON n.job_id = a.job_id
      WHERE n.workflow_id = 'story3' AND a.outcome = 'lease_lost'`,
   );
   assert.ok((lost.rows[0]?.n ?? 0) > 0, 'the kills hit running nodes');
