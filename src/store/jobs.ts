@@ -179,10 +179,10 @@ export async function jobClaimBatch(db: Queryable, p: JobClaimParams): Promise<J
         FROM lines l
       ),
       candidates AS (
-        SELECT c.id, c.tenant_id, c.priority, c.run_at, r.pass,
+        SELECT c.id, c.ctid AS tid, c.tenant_id, c.priority, c.run_at, r.pass,
                row_number() OVER (PARTITION BY c.tenant_id ORDER BY c.priority DESC, c.run_at, c.id) AS rn
         FROM room r CROSS JOIN LATERAL (
-          SELECT j.id, j.tenant_id, j.priority, j.run_at FROM jobs j
+          SELECT j.id, j.ctid, j.tenant_id, j.priority, j.run_at FROM jobs j
           WHERE j.queue = $1 AND j.tenant_id = r.tenant_id AND j.state = 'available' AND j.run_at <= now()
             -- buffer_one (0008): a buffered job waits until its predecessor has finished (or is gone).
             -- Filtered in the scan, so the jobs behind it are still taken.
@@ -206,12 +206,14 @@ export async function jobClaimBatch(db: Queryable, p: JobClaimParams): Promise<J
       -- Round-robin over tenants: every tenant's first job, then every tenant's second, and so on.
       -- Rows locked above but not picked are unlocked when the statement's transaction ends.
       picked AS (
-        SELECT id FROM candidates
+        SELECT tid FROM candidates
         ORDER BY rn, pass, tenant_id
         LIMIT greatest(0, least($2, (SELECT n FROM queue_room)))
       )
       ${CLAIM_UPDATE}
-      WHERE j.id = ANY (ARRAY(SELECT id FROM picked)) AND j.state = 'available'
+      -- By the row versions locked above (a TID scan): a locked row can not move, and the primary
+      -- key would be descended again for every row (1.4 against 0.5 ms per 1,000).
+      WHERE j.ctid = ANY (ARRAY(SELECT tid FROM picked)) AND j.state = 'available'
         ${CLAIM_COMMIT}
       ${CLAIM_RETURNING}`,
     values: [p.queue, p.limit, p.owner, p.leaseMs, p.tenantCursor, p.limited],
