@@ -11,6 +11,7 @@ import {
   generatedKeySql,
   generatedKeySuffix,
   newKeySuffix,
+  workflowJobKeyNodeId,
 } from './job-key.ts';
 import type { PoolClient, Queryable } from './pool.ts';
 
@@ -119,23 +120,32 @@ function queueKey(queue: string, key: string | null): string {
 }
 
 /**
- * Jobs named by a generated key that a caller sent back as its own (`job-<id>-…`): found through the
- * id in the key, since such keys are not in the unique key index. A key of that form naming no job
- * of the queue is an ordinary caller key from then on.
+ * Jobs named by a key Tidemark made that a caller sent back as its own: a generated key
+ * (`job-<id>-…`) names its job by id, a workflow node's (`workflow:…:<node id>:<run>`) the node's
+ * current job. Such keys are not in the unique key index, so they are found this way. A key of either
+ * form that names no such job of the queue (another queue, or an earlier run of a node) is an
+ * ordinary caller key from then on.
  */
 async function jobsOfGeneratedKeysSentBack(
   db: Queryable,
   jobs: readonly JobInsert[],
 ): Promise<Map<string, number>> {
   const found = new Map<string, number>();
-  const ids = jobs.flatMap((j) => {
-    const id = j.idempotencyKey === null ? undefined : generatedKeyJobId(j.idempotencyKey);
-    return id === undefined ? [] : [id];
-  });
-  if (ids.length === 0) return found;
+  const ids: number[] = [];
+  const nodeIds: number[] = [];
+  for (const j of jobs) {
+    if (j.idempotencyKey === null) continue;
+    const id = generatedKeyJobId(j.idempotencyKey);
+    if (id !== undefined) ids.push(id);
+    const nodeId = workflowJobKeyNodeId(j.idempotencyKey);
+    if (nodeId !== undefined) nodeIds.push(nodeId);
+  }
+  if (ids.length === 0 && nodeIds.length === 0) return found;
   const { rows } = await db.query<InsertedRow>(
-    `SELECT id, queue, idempotency_key AS key FROM jobs WHERE id = ANY ($1::bigint[]) AND key_generated`,
-    [ids],
+    `SELECT id, queue, idempotency_key AS key FROM jobs
+     WHERE key_generated
+       AND (id = ANY ($1::bigint[]) OR id IN (SELECT job_id FROM workflow_nodes WHERE id = ANY ($2::bigint[])))`,
+    [ids, nodeIds],
   );
   for (const row of rows) found.set(queueKey(row.queue, row.key), row.id);
   return found;

@@ -45,6 +45,26 @@ export function generatedKeyJobId(key: string): number | undefined {
   return Number.isSafeInteger(id) ? id : undefined;
 }
 
+/**
+ * The key of a workflow node's job, `workflow:<workflow id>:<node row id>:<run>`: stable across the
+ * job's own retries, new when a resume runs the node again. Unique by construction too (one job per
+ * node and run), so it stays out of the unique key index like a generated key; sent back as a
+ * caller's key, it finds the node's current job through the node id in it.
+ */
+export function workflowJobKeySql(workflowId: string, nodeId: string, run: string): string {
+  return `'workflow:' || ${workflowId} || ':' || ${nodeId} || ':' || ${run}`;
+}
+
+const WORKFLOW = /^workflow:.+:([1-9][0-9]{0,15}):[1-9][0-9]{0,9}$/;
+
+/** The workflow node id in a key of a workflow node's job, else undefined. */
+export function workflowJobKeyNodeId(key: string): number | undefined {
+  const match = WORKFLOW.exec(key);
+  if (match === null) return undefined;
+  const id = Number(match[1]);
+  return Number.isSafeInteger(id) ? id : undefined;
+}
+
 /** The random part of a generated key. */
 export function generatedKeySuffix(key: string): string {
   return key.slice(-16);

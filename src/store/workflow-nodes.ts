@@ -6,6 +6,7 @@
  */
 import { COPY_CHUNK_ROWS, COPY_NULL, copyIn, copyInt, copyJson, copyText } from './copy-text.ts';
 import type { PoolClient, Queryable } from './pool.ts';
+import { workflowJobKeySql } from './job-key.ts';
 
 export const NodeState = {
   pending: 'pending',
@@ -238,10 +239,11 @@ export async function workflowNodeChildrenRelease(
        RETURNING c.id, c.workflow_id, c.type, c.state, c.pending_deps, r.go, c.job_id, c.runs, c.queue, c.kind,
                  c.payload, c.priority, c.max_attempts, c.timeout_ms
      ), j AS (
-       INSERT INTO jobs (id, queue, kind, tenant_id, payload, priority, max_attempts, timeout_ms, idempotency_key)
+       INSERT INTO jobs (id, queue, kind, tenant_id, payload, priority, max_attempts, timeout_ms, idempotency_key,
+                         key_generated)
        OVERRIDING SYSTEM VALUE
        SELECT u.job_id, u.queue, u.kind, w.tenant_id, u.payload, u.priority, u.max_attempts, u.timeout_ms,
-              'workflow:' || u.workflow_id || ':' || u.id || ':' || u.runs
+              ${workflowJobKeySql('u.workflow_id', 'u.id', 'u.runs')}, true
        FROM u JOIN workflows w ON w.id = u.workflow_id
        WHERE u.go
      )
@@ -254,8 +256,7 @@ export async function workflowNodeChildrenRelease(
 /**
  * Creates the jobs of these ready job nodes and marks the nodes queued, in one statement. Job ids
  * are drawn from the jobs sequence first so each node learns its job without a second lookup. The
- * job's idempotency key is `workflow:<workflow id>:<node id>:<run>`: stable across the job's own
- * retries, new when a resume runs the node again.
+ * job's idempotency key is `workflow:<workflow id>:<node id>:<run>` (store/job-key.ts).
  */
 export async function workflowNodeJobsCreate(q: Queryable, nodeIds: number[]): Promise<number> {
   if (nodeIds.length === 0) return 0;
@@ -266,10 +267,11 @@ export async function workflowNodeJobsCreate(q: Queryable, nodeIds: number[]): P
        FROM workflow_nodes n JOIN workflows w ON w.id = n.workflow_id
        WHERE n.id = ANY($1::bigint[]) AND n.type = 'job' AND n.state = 'pending'
      ), j AS (
-       INSERT INTO jobs (id, queue, kind, tenant_id, payload, priority, max_attempts, timeout_ms, idempotency_key)
+       INSERT INTO jobs (id, queue, kind, tenant_id, payload, priority, max_attempts, timeout_ms, idempotency_key,
+                         key_generated)
        OVERRIDING SYSTEM VALUE
        SELECT job_id, queue, kind, tenant_id, payload, priority, max_attempts, timeout_ms,
-              'workflow:' || workflow_id || ':' || node_id || ':' || run
+              ${workflowJobKeySql('workflow_id', 'node_id', 'run')}, true
        FROM r
      )
      UPDATE workflow_nodes n SET state = 'queued', job_id = r.job_id, runs = r.run, released_at = now(),

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { JobClient } from '../../src/worker/job-client.ts';
 import { WorkflowClient } from '../../src/workflow/workflow-client.ts';
 import { WorkflowValidationError } from '../../src/workflow/definition.ts';
 import { createTestDatabase } from '../support/db.ts';
@@ -35,14 +36,16 @@ test('nodes without dependencies become available jobs in the submitting transac
     kind: string;
     payload: unknown;
     idempotency_key: string;
+    key_generated: boolean;
     queue: string;
   }>(
-    `SELECT j.kind, j.payload, j.idempotency_key, j.queue FROM jobs j JOIN workflow_nodes n ON n.job_id = j.id
+    `SELECT j.kind, j.payload, j.idempotency_key, j.key_generated, j.queue FROM jobs j JOIN workflow_nodes n ON n.job_id = j.id
      WHERE n.key = 'extract'`,
   );
   assert.equal(rows[0]?.kind, 'extract');
   assert.deepEqual(rows[0]?.payload, { table: 'users' });
   assert.match(rows[0]?.idempotency_key ?? '', /^workflow:etl:\d+:1$/);
+  assert.equal(rows[0]?.key_generated, true, 'unique by construction, so not in the unique key index');
   const deps = await db.pool.query<{
     key: string;
     pending_deps: number;
@@ -60,6 +63,31 @@ test('nodes without dependencies become available jobs in the submitting transac
       ['validate', 0, 4, null],
     ],
   );
+});
+
+test("a node job's key sent back to its queue returns that job; elsewhere it is an ordinary key", async () => {
+  await workflows.submit({ id: 'keys', nodes: [{ id: 'only', queue: 'wfkeys', kind: 'k' }] });
+  const { rows } = await db.pool.query<{ id: number; key: string }>(
+    `SELECT j.id, j.idempotency_key AS key FROM jobs j JOIN workflow_nodes n ON n.job_id = j.id
+     WHERE n.workflow_id = 'keys'`,
+  );
+  const [node] = rows;
+  assert.ok(node);
+  const jobs = new JobClient(db.pool);
+  const before = await count('jobs');
+  const again = await jobs.enqueue({ queue: 'wfkeys', kind: 'k', idempotencyKey: node.key });
+  assert.deepEqual([again.id, again.created], [node.id, false]);
+  assert.equal(await count('jobs'), before, 'nothing written');
+  const elsewhere = await jobs.enqueueMany([
+    { queue: 'wfkeys-2', kind: 'k', idempotencyKey: node.key },
+    { queue: 'wfkeys-2', kind: 'k', idempotencyKey: node.key },
+  ]);
+  assert.deepEqual(
+    elsewhere.map((r) => r.created),
+    [true, false],
+  );
+  assert.equal(elsewhere[0]?.id, elsewhere[1]?.id);
+  assert.notEqual(elsewhere[0]?.id, node.id);
 });
 
 test('the same workflow id twice is idempotent; a different definition under that id is refused', async () => {

@@ -7,9 +7,11 @@
 --
 -- A generated key is `job-<job id>-<16 hex>` (store/job-key.ts): unique by the id, and across
 -- databases by the random part, so it needs no index to be unique, and a generated key sent back as
--- a caller's key finds its job by the id in it. Caller keys (and the scheduler's occurrence keys,
--- the workflows' node keys) stay in the unique index; every row written before this keeps
--- key_generated false, so every key already present still deduplicates.
+-- a caller's key finds its job by the id in it. A workflow node's job key,
+-- `workflow:<workflow id>:<node id>:<run>`, is unique by construction too and is marked the same way
+-- (sent back, it finds the node's current job). Caller keys and the scheduler's occurrence keys stay
+-- in the unique index; every row written before this keeps key_generated false, so every key
+-- already present still deduplicates.
 ALTER TABLE jobs ADD COLUMN key_generated boolean NOT NULL DEFAULT false;
 CREATE UNIQUE INDEX jobs_queue_key_given_idx ON jobs (queue, idempotency_key) WHERE NOT key_generated;
 DROP INDEX jobs_queue_idempotency_key_idx;
