@@ -49,8 +49,7 @@ export interface JobInserted {
  * existing job. Returns one entry per input, in input order.
  */
 export async function jobInsertMany(db: Queryable, jobs: readonly JobInsert[]): Promise<JobInserted[]> {
-  const [only] = jobs;
-  if (only === undefined) return [];
+  if (jobs.length === 0) return [];
   if (jobs.length >= COPY_MIN_ROWS && jobs.every((j) => j.idempotencyKey === null && j.runAt === null)) {
     return db instanceof pg.Pool ? withClient(db, (c) => copyInsert(c, jobs)) : copyInsert(db, jobs);
   }
