@@ -46,7 +46,8 @@ const JobInput = Type.Object(
       Type.String({
         minLength: 1,
         maxLength: 500,
-        description: 'unique per queue; the same key again returns the existing job',
+        description:
+          'unique per queue; the same key again returns the existing job. Default: job-<id>-<16 hex>, made from the new job id',
       }),
     ),
     tenantId: Type.Optional(TenantId),
