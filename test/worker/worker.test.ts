@@ -190,16 +190,20 @@ test('the automatic heartbeat keeps a job alive past its lease; a reaped job abo
     db,
     {
       sleeper: async (ctx) => {
-        await new Promise((r) => setTimeout(r, 900)); // 3 leases of 300 ms
-        if (ctx.payload === 'wait-abort') {
-          if (!ctx.signal.aborted) {
-            await new Promise<void>((resolve) => ctx.signal.addEventListener('abort', () => resolve()));
-          }
-          reason = ctx.signal.reason;
+        // 2.5 leases of 1 s. (300 ms leases failed about once in 15 runs: a renewal can wait for one
+        // of the pool's 5 connections, which the workers of the file's earlier tests share, long
+        // enough for one of their reapers to take the job.)
+        if (ctx.payload !== 'wait-abort') {
+          await new Promise((r) => setTimeout(r, 2500));
+          return;
         }
+        if (!ctx.signal.aborted) {
+          await new Promise<void>((resolve) => ctx.signal.addEventListener('abort', () => resolve()));
+        }
+        reason = ctx.signal.reason;
       },
     },
-    { queues: [{ name: 'hb', concurrency: 2 }], leaseMs: 300 },
+    { queues: [{ name: 'hb', concurrency: 2 }], leaseMs: 1000 },
   );
   const job = await client.jobs.enqueue({ queue: 'hb', kind: 'sleeper' });
   await waitUntil('succeeded', async () => (await jobState(db.pool, job.id)) === 'succeeded');
@@ -391,7 +395,8 @@ test("jobs enqueued one at a time into an idle queue start at once, and never pa
         running--;
       },
     },
-    // A poll far longer than the test: only a wake-up can start these jobs in time.
+    // A poll far longer than the test (the waits below are 10 s): only a wake-up can start these
+    // jobs in time.
     {
       queues: [
         { name: 'lone', concurrency: 5 },
@@ -401,15 +406,15 @@ test("jobs enqueued one at a time into an idle queue start at once, and never pa
     },
   );
   const free = await client.jobs.enqueue({ queue: 'lone', kind: 'lone' });
-  await waitUntil('the lone job ran', async () => (await jobState(db.pool, free.id)) === 'succeeded', 3000);
+  await waitUntil('the lone job ran', async () => (await jobState(db.pool, free.id)) === 'succeeded', 10_000);
   const first = await client.jobs.enqueue({ queue: 'lone-limited', kind: 'lone' });
-  await waitUntil('the first limited job runs', () => Promise.resolve(started.includes(first.id)), 3000);
+  await waitUntil('the first limited job runs', () => Promise.resolve(started.includes(first.id)), 10_000);
   const second = await client.jobs.enqueue({ queue: 'lone-limited', kind: 'lone' });
   await new Promise((r) => setTimeout(r, 300));
   assert.equal(await jobState(db.pool, second.id), 'available', 'held back by max_running 1');
   gate.resolve();
   // The first one's completion frees the slot and wakes the queue's loop.
-  await waitUntil('the second ran', async () => (await jobState(db.pool, second.id)) === 'succeeded', 3000);
+  await waitUntil('the second ran', async () => (await jobState(db.pool, second.id)) === 'succeeded', 10_000);
   assert.equal(peak, 1);
   await queueUpsert(db.pool, 'lone-limited', { maxRunning: null });
 });
