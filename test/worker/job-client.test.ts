@@ -272,12 +272,23 @@ test('a lone enqueue names its job in the wake-up, a batch only its queue; a job
     { queue: 'wake-many', kind: 'k' },
   ]);
   await client.jobs.enqueue({ queue: 'wake-later', kind: 'k', runAt: new Date(Date.now() + 60_000) });
-  // A lone enqueue on the pool sends its wake-up after its commit, without making the caller wait;
-  // a job due later needs none (the promotion that makes it available wakes its queue).
+  // A job due later needs none: the promotion that makes it available wakes its queue.
   await waitUntil('two wake-ups', () => Promise.resolve(woken.length >= 2), 3000);
   await new Promise((r) => setTimeout(r, 100));
   await end();
   assert.deepEqual(woken.sort(), [`wake-one ${one.id}`, 'wake-many'].sort());
+});
+
+test('lone enqueues at once, in the commit or after it, each name their job in one wake-up', async () => {
+  const { woken, end } = await listenForWakeUps();
+  // The first goes alone (its NOTIFY is in its commit); those beside it send theirs after theirs.
+  const jobs = await Promise.all(
+    Array.from({ length: 6 }, () => client.jobs.enqueue({ queue: 'wake-together', kind: 'k' })),
+  );
+  await waitUntil('six wake-ups', () => Promise.resolve(woken.length >= 6), 3000);
+  await new Promise((r) => setTimeout(r, 100));
+  await end();
+  assert.deepEqual(woken.sort(), jobs.map((j) => `wake-together ${j.id}`).sort());
 });
 
 test("a lone enqueue in the caller's transaction is woken for when that transaction commits", async () => {
