@@ -39,10 +39,7 @@ export function generatedKeySql(jobId: string, suffix: string): string {
 
 /** The job id in a key of the generated form, else undefined (any other key is the caller's own). */
 export function generatedKeyJobId(key: string): number | undefined {
-  const match = GENERATED.exec(key);
-  if (match === null) return undefined;
-  const id = Number(match[1]);
-  return Number.isSafeInteger(id) ? id : undefined;
+  return idIn(GENERATED, key);
 }
 
 /**
@@ -59,7 +56,12 @@ const WORKFLOW = /^workflow:.+:([1-9][0-9]{0,15}):[1-9][0-9]{0,9}$/;
 
 /** The workflow node id in a key of a workflow node's job, else undefined. */
 export function workflowJobKeyNodeId(key: string): number | undefined {
-  const match = WORKFLOW.exec(key);
+  return idIn(WORKFLOW, key);
+}
+
+/** The row id `form` captures first in `key`, if the key has that form and the id is exact in a double. */
+function idIn(form: RegExp, key: string): number | undefined {
+  const match = form.exec(key);
   if (match === null) return undefined;
   const id = Number(match[1]);
   return Number.isSafeInteger(id) ? id : undefined;
