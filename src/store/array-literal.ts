@@ -18,3 +18,12 @@ export function arrayElement(value: string | number | boolean | Date | null): st
 export function arrayLiteral(elements: readonly string[]): string {
   return `{${elements.join(',')}}`;
 }
+
+/**
+ * A bigint[] or int[] parameter as its literal, made with one join. pg's own serialisation of a
+ * JavaScript array builds the text one element at a time: in the drain bench the id and attempt
+ * arrays of each 1,000-job completion were an eighth of all the worker's allocation (heap profile).
+ */
+export function numberArray(values: readonly number[]): string {
+  return `{${values.join(',')}}`;
+}

@@ -9,6 +9,7 @@
  * by binary search (sortedById, below).
  */
 import pg from 'pg';
+import { numberArray } from './array-literal.ts';
 import { withTransaction, type Queryable } from './pool.ts';
 import {
   workflowJobsFailed,
@@ -332,7 +333,7 @@ export async function jobCompleteMany(
     text: `UPDATE jobs j SET state = 'succeeded', finished_at = now(), lease_expires_at = NULL
       WHERE ${ownedAttempt('$3')}
       RETURNING j.id`,
-    values: [batch.map((r) => r.id), batch.map((r) => r.attempt), owner],
+    values: [numberArray(batch.map((r) => r.id)), numberArray(batch.map((r) => r.attempt)), owner],
   });
   const ids = result.rows.map((r) => r.id);
   // Workflow nodes among these jobs release their children in this same transaction.
@@ -405,8 +406,8 @@ export async function jobFailMany(
       )
       SELECT id, state, run_at AS "runAt" FROM done`,
     values: [
-      batch.map((f) => f.id),
-      batch.map((f) => f.attempt),
+      numberArray(batch.map((f) => f.id)),
+      numberArray(batch.map((f) => f.attempt)),
       batch.map((f) => f.outcome),
       batch.map((f) => f.error),
       batch.map((f) => f.retryable),
@@ -444,7 +445,7 @@ export async function jobReleaseMany(
       ),
       wake AS (SELECT pg_notify('tidemark_jobs', queue) FROM (SELECT DISTINCT queue FROM done) d)
       SELECT id FROM done WHERE (SELECT count(*) FROM wake) >= 0`,
-    [batch.map((r) => r.id), batch.map((r) => r.attempt), owner],
+    [numberArray(batch.map((r) => r.id)), numberArray(batch.map((r) => r.attempt)), owner],
   );
   return result.rows.map((r) => r.id);
 }
@@ -477,7 +478,7 @@ export async function leaseRenewMany(
           heartbeat_at = now()
       WHERE ${ownedAttempt('$3')}
       RETURNING j.id, j.cancel_requested_at IS NOT NULL AS "cancelRequested"`,
-    values: [batch.map((r) => r.id), batch.map((r) => r.attempt), owner, leaseMs],
+    values: [numberArray(batch.map((r) => r.id)), numberArray(batch.map((r) => r.attempt)), owner, leaseMs],
   });
   return result.rows;
 }

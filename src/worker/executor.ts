@@ -71,12 +71,11 @@ export class AttemptAbort {
 
 export interface AttemptSpec {
   handler: Handler | undefined;
-  context: HandlerContext;
+  /** `completed`: ctx.transaction committed the completion. */
+  context: HandlerContext & { readonly completed: boolean };
   abort: AttemptAbort;
   timeoutMs: number | null;
   graceMs: number;
-  /** Whether ctx.transaction committed the completion. */
-  completed(): boolean;
 }
 
 type Settled = { ok: true } | { ok: false; error: Error } | 'abandoned';
@@ -122,7 +121,7 @@ export async function runAttempt(spec: AttemptSpec): Promise<AttemptResult> {
     abort.onAbort(undefined);
   }
 
-  if (spec.completed()) return { kind: 'completed' };
+  if (spec.context.completed) return { kind: 'completed' };
   const reason: unknown = abort.reason;
   // Whatever the handler did, the attempt is no longer ours: any write would be refused.
   if (reason instanceof LeaseLostError) return { kind: 'lost' };

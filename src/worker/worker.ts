@@ -17,9 +17,7 @@ import {
   jobClaimById,
   jobClaimLimitsGet,
   jobClaimLock,
-  jobCompleteMany,
   jobCountsByQueue,
-  jobHeartbeat,
   jobPromoteDue,
   jobReapExpired,
   leaseRenewMany,
@@ -27,13 +25,13 @@ import {
   type JobClaimed,
 } from '../store/jobs.ts';
 import { withTransaction, type Pool } from '../store/pool.ts';
+import { AttemptContext, type AttemptHost } from './attempt-context.ts';
 import { Completer } from './completer.ts';
 import { JobCancelledError, LeaseLostError, WorkerShutdownError } from './errors.ts';
 import { AttemptAbort, runAttempt, type AttemptResult } from './executor.ts';
-import type { HandlerContext, Handlers } from './handler.ts';
+import type { Handlers } from './handler.ts';
 import { Listener } from './listener.ts';
 import { QueueStats, type QueueMetrics } from './metrics.ts';
-import { effectKey, effectOnce } from './once.ts';
 
 export interface QueueOptions {
   name: string;
@@ -152,6 +150,7 @@ export class Worker {
   readonly #queues = new Map<string, QueueLoop>();
   readonly #running = new Map<number, Running>();
   readonly #completer: Completer;
+  readonly #host: AttemptHost;
   readonly #listener: Listener;
   #tenantQuotas = false;
   #stopping = false;
@@ -175,6 +174,7 @@ export class Worker {
     this.#shutdownGraceMs = options.shutdownGraceMs ?? 10_000;
     this.#batch = options.batchSize ?? 1000;
     this.#maintenance = options.maintenance ?? true;
+    this.#host = { pool: this.#pool, owner: this.id, leaseMs: this.#leaseMs };
     if (options.queues.length === 0) throw new TypeError('queues: at least one queue is required');
     for (const q of options.queues) {
       if (!Number.isInteger(q.concurrency) || q.concurrency < 1) {
@@ -391,66 +391,13 @@ export class Worker {
     q.stats.running++;
     q.stats.claimed++;
     q.stats.startLag.add(job.startLagMs);
-    let completed = false;
-    const pool = this.#pool;
-    const owner = this.id;
-    const leaseMs = this.#leaseMs;
-    // Methods, not arrow properties: tsx (esbuild keepNames) wraps every arrow function stored in a
-    // property in a __name() call that defines its name, per job; those calls were ~0.3 s of Node
-    // time in a 50,000-job drain (CPU profile). These close over locals, so destructuring still works.
-    const context: HandlerContext = {
-      jobId: job.id,
-      queue: job.queue,
-      kind: job.kind,
-      tenantId: job.tenantId,
-      payload: job.payload,
-      attempt: job.attempt,
-      maxAttempts: job.maxAttempts,
-      idempotencyKey: job.idempotencyKey,
-      get signal() {
-        return aborter.signal;
-      },
-      async heartbeat(progress?: unknown) {
-        const renewed = await jobHeartbeat(pool, owner, ref, leaseMs, progress);
-        if (renewed === undefined) {
-          const lost = new LeaseLostError(
-            `job ${job.id} attempt ${job.attempt} is no longer owned by ${owner}`,
-          );
-          aborter.abort(lost);
-          throw lost;
-        }
-        if (renewed.cancelRequested) aborter.abort(new JobCancelledError(`job ${job.id} was cancelled`));
-      },
-      async transaction(fn) {
-        const value = await withTransaction(pool, async (tx) => {
-          const result = await fn(tx);
-          const done = await jobCompleteMany(tx, owner, [ref]);
-          if (done.length === 0) {
-            throw new LeaseLostError(`job ${job.id} attempt ${job.attempt} is no longer owned by ${owner}`);
-          }
-          return result;
-        });
-        completed = true;
-        return value;
-      },
-      once(name, fn) {
-        return effectOnce(
-          pool,
-          effectKey(job.queue, job.idempotencyKey, name),
-          { jobId: job.id, attempt: job.attempt },
-          fn,
-        );
-      },
-    };
+    const context = new AttemptContext(job, ref, aborter, this.#host);
     void runAttempt({
       handler: this.#handlers[job.kind],
       context,
       abort: aborter,
       timeoutMs: job.timeoutMs,
       graceMs: this.#timeoutGraceMs,
-      completed() {
-        return completed;
-      },
     }).then((result) => this.#finish(entry, result));
   }
 

@@ -323,6 +323,28 @@ test('ctx.once runs an effect on the first attempt only, however often the job i
   assert.deepEqual(rows, [{ attempt: 1 }]);
 });
 
+test('a handler may destructure ctx: heartbeat, once, transaction and signal work on their own', async () => {
+  let aborted: boolean | undefined;
+  await startWorker(
+    db,
+    {
+      parts: async ({ jobId, attempt, heartbeat, once, transaction, signal }) => {
+        aborted = signal.aborted;
+        await heartbeat({ step: 'destructured' });
+        await once('note', (tx) => tx.query(`INSERT INTO effects VALUES ($1, $2, 'once')`, [jobId, attempt]));
+        await transaction((tx) => tx.query(`INSERT INTO effects VALUES ($1, $2, 'tx')`, [jobId, attempt]));
+      },
+    },
+    { queues: [{ name: 'parts', concurrency: 1 }] },
+  );
+  const job = await client.jobs.enqueue({ queue: 'parts', kind: 'parts' });
+  await waitUntil('succeeded', async () => (await jobState(db.pool, job.id)) === 'succeeded');
+  assert.equal(aborted, false);
+  assert.deepEqual((await client.jobs.get(job.id))?.progress, { step: 'destructured' });
+  const { rows } = await db.pool.query('SELECT note FROM effects WHERE job_id = $1 ORDER BY note', [job.id]);
+  assert.deepEqual(rows, [{ note: 'once' }, { note: 'tx' }]);
+});
+
 test("fair claiming: tenant B's single job starts in the first batch despite tenant A's backlog", async () => {
   const started: string[] = [];
   const jobs = Array.from({ length: 2000 }, () => ({ queue: 'fair', kind: 'work', tenantId: 'tenant-a' }));
