@@ -1,6 +1,10 @@
 /** What a handler is given and what it returns. */
 import type { PoolClient } from '../store/pool.ts';
 
+/**
+ * heartbeat, transaction and once are properties holding functions, not methods: a handler may take
+ * them out of ctx (`async ({ payload, heartbeat }) => …`) and call them on their own.
+ */
 export interface HandlerContext<P = unknown> {
   jobId: number;
   queue: string;
@@ -22,22 +26,22 @@ export interface HandlerContext<P = unknown> {
    * automatically while the handler runs; call this to make progress visible. Throws LeaseLostError
    * when the attempt is no longer this worker's.
    */
-  heartbeat(progress?: unknown): Promise<void>;
+  heartbeat: (progress?: unknown) => Promise<void>;
   /**
    * Runs `fn` in the transaction that completes this job: the effect and the completion commit
    * together or not at all (effectively once, for effects in this PostgreSQL only; docs/delivery.md).
    * Throws LeaseLostError, rolling the effect back, when the attempt is no longer this worker's.
    * The handler should return soon after; the job is already succeeded.
    */
-  transaction<T>(fn: (tx: PoolClient) => Promise<T>): Promise<T>;
+  transaction: <T>(fn: (tx: PoolClient) => Promise<T>) => Promise<T>;
   /**
    * Dedupe-first: runs `fn` only if no attempt of this job has recorded the effect `name` yet, inside
    * a transaction that records it. Returns `{ ran: false }` when it already happened.
    */
-  once<T>(
+  once: <T>(
     name: string,
     fn: (tx: PoolClient) => Promise<T>,
-  ): Promise<{ ran: true; value: T } | { ran: false }>;
+  ) => Promise<{ ran: true; value: T } | { ran: false }>;
 }
 
 export type Handler<P = unknown> = (ctx: HandlerContext<P>) => Promise<unknown>;
