@@ -34,7 +34,7 @@ export class AttemptAbort {
   #controller: AbortController | undefined;
   #aborted = false;
   #reason: unknown;
-  #listener: (() => void) | undefined;
+  #listener: { aborted(): void } | undefined;
 
   get aborted(): boolean {
     return this.#aborted;
@@ -60,11 +60,11 @@ export class AttemptAbort {
     this.#controller?.abort(reason);
     const listener = this.#listener;
     this.#listener = undefined;
-    listener?.();
+    listener?.aborted();
   }
 
-  /** The executor's own hook, called once at the first abort; undefined removes it. */
-  onAbort(listener: (() => void) | undefined): void {
+  /** The executor's own hook, told once at the first abort; undefined removes it. */
+  onAbort(listener: { aborted(): void } | undefined): void {
     this.#listener = listener;
   }
 }
@@ -80,53 +80,86 @@ export interface AttemptSpec {
 
 type Settled = { ok: true } | { ok: false; error: Error } | 'abandoned';
 const OK: Settled = { ok: true };
+const SUCCEEDED: AttemptResult = { kind: 'succeeded' };
 
-export async function runAttempt(spec: AttemptSpec): Promise<AttemptResult> {
-  const { abort } = spec;
+/** Gets an attempt's outcome, once: the worker's hook that records it and frees the slot. */
+export type AttemptDone = (result: AttemptResult) => void;
+
+/**
+ * Runs one attempt and hands its outcome to `done`. A callback and a class instead of an async
+ * function around a `new Promise`: those were ~1.2 KB of promises, resolvers and closures per job
+ * (heap profile of the drain bench), more than anything else the worker allocated.
+ */
+export function runAttempt(spec: AttemptSpec, done: AttemptDone): void {
   const handler = spec.handler;
   if (handler === undefined) {
-    return {
+    done({
       kind: 'failed',
       outcome: 'failed',
       error: `NonRetryableError: no handler registered for kind '${spec.context.kind}' in this worker`,
       retryable: false,
-    };
-  }
-  let deadline: NodeJS.Timeout | undefined;
-  let grace: NodeJS.Timeout | undefined;
-  let settled: Settled;
-  try {
-    settled = await new Promise<Settled>((resolve) => {
-      if (spec.timeoutMs !== null) {
-        const ms = spec.timeoutMs;
-        deadline = setTimeout(() => abort.abort(new JobTimeoutError(`deadline of ${ms} ms passed`)), ms);
-      }
-      // Once the signal fires, the handler has the grace period to settle; then it is abandoned.
-      // (Inline callbacks: a named arrow costs a __name() call per attempt under tsx.)
-      if (abort.aborted) grace = setTimeout(() => resolve('abandoned'), spec.graceMs);
-      else abort.onAbort(() => void (grace = setTimeout(() => resolve('abandoned'), spec.graceMs)));
-      try {
-        handler(spec.context).then(
-          () => resolve(OK),
-          (thrown: unknown) => resolve({ ok: false, error: toError(thrown) }),
-        );
-      } catch (thrown) {
-        // The handler threw synchronously instead of returning a rejected promise.
-        resolve({ ok: false, error: toError(thrown) });
-      }
     });
-  } finally {
-    clearTimeout(deadline);
-    clearTimeout(grace);
-    abort.onAbort(undefined);
+    return;
+  }
+  new AttemptRun(spec, done).start(handler);
+}
+
+class AttemptRun {
+  readonly #spec: AttemptSpec;
+  readonly #done: AttemptDone;
+  #deadline: NodeJS.Timeout | undefined;
+  #grace: NodeJS.Timeout | undefined;
+  #over = false;
+
+  constructor(spec: AttemptSpec, done: AttemptDone) {
+    this.#spec = spec;
+    this.#done = done;
   }
 
+  start(handler: Handler): void {
+    const { abort, timeoutMs } = this.#spec;
+    if (timeoutMs !== null) {
+      this.#deadline = setTimeout(
+        () => abort.abort(new JobTimeoutError(`deadline of ${timeoutMs} ms passed`)),
+        timeoutMs,
+      );
+    }
+    if (abort.aborted) this.aborted();
+    else abort.onAbort(this);
+    try {
+      handler(this.#spec.context).then(
+        () => this.#settle(OK),
+        (thrown: unknown) => this.#settle({ ok: false, error: toError(thrown) }),
+      );
+    } catch (thrown) {
+      // The handler threw synchronously (or returned no promise) instead of rejecting.
+      this.#settle({ ok: false, error: toError(thrown) });
+    }
+  }
+
+  /** At the first abort: the handler has the grace period to settle, then it is abandoned. */
+  aborted(): void {
+    this.#grace = setTimeout(() => this.#settle('abandoned'), this.#spec.graceMs);
+  }
+
+  #settle(settled: Settled): void {
+    if (this.#over) return;
+    this.#over = true;
+    clearTimeout(this.#deadline);
+    clearTimeout(this.#grace);
+    this.#spec.abort.onAbort(undefined);
+    this.#done(outcome(this.#spec, settled));
+  }
+}
+
+function outcome(spec: AttemptSpec, settled: Settled): AttemptResult {
+  const { abort } = spec;
   if (spec.context.completed) return { kind: 'completed' };
   const reason: unknown = abort.reason;
   // Whatever the handler did, the attempt is no longer ours: any write would be refused.
   if (reason instanceof LeaseLostError) return { kind: 'lost' };
   // A handler that finished its work wins over an abort that came too late to stop it.
-  if (settled !== 'abandoned' && settled.ok) return { kind: 'succeeded' };
+  if (settled !== 'abandoned' && settled.ok) return SUCCEEDED;
   if (reason instanceof WorkerShutdownError) return { kind: 'released' };
   const error =
     settled === 'abandoned'

@@ -392,13 +392,16 @@ export class Worker {
     q.stats.claimed++;
     q.stats.startLag.add(job.startLagMs);
     const context = new AttemptContext(job, ref, aborter, this.#host);
-    void runAttempt({
-      handler: this.#handlers[job.kind],
-      context,
-      abort: aborter,
-      timeoutMs: job.timeoutMs,
-      graceMs: this.#timeoutGraceMs,
-    }).then((result) => this.#finish(entry, result));
+    runAttempt(
+      {
+        handler: this.#handlers[job.kind],
+        context,
+        abort: aborter,
+        timeoutMs: job.timeoutMs,
+        graceMs: this.#timeoutGraceMs,
+      },
+      (result) => this.#finish(entry, result),
+    );
   }
 
   #finish(entry: Running, result: AttemptResult): void {
