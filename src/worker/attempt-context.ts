@@ -31,11 +31,10 @@ export class AttemptContext implements HandlerContext {
   readonly attempt: number;
   readonly maxAttempts: number;
   readonly idempotencyKey: string;
-  /** ctx.transaction committed the job's completion: the worker writes nothing more for it. */
-  completed = false;
   readonly #ref: AttemptRef;
   readonly #abort: AttemptAbort;
   readonly #host: AttemptHost;
+  #completed = false;
 
   constructor(job: JobClaimed, ref: AttemptRef, abort: AttemptAbort, host: AttemptHost) {
     this.jobId = job.id;
@@ -49,6 +48,11 @@ export class AttemptContext implements HandlerContext {
     this.#ref = ref;
     this.#abort = abort;
     this.#host = host;
+  }
+
+  /** ctx.transaction committed the job's completion: the worker writes nothing more for it. */
+  get completed(): boolean {
+    return this.#completed;
   }
 
   get signal(): AbortSignal {
@@ -98,7 +102,7 @@ export class AttemptContext implements HandlerContext {
       if (done.length === 0) throw this.#lost();
       return result;
     });
-    this.completed = true;
+    this.#completed = true;
     return value;
   }
 }
