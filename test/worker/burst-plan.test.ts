@@ -1,0 +1,47 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { jobInsertMany } from '../../src/store/job-insert.ts';
+import { jobClaimBatch, type JobClaimParams } from '../../src/store/jobs.ts';
+import type { PoolClient } from '../../src/store/pool.ts';
+import { validateEnqueue } from '../../src/worker/validate.ts';
+import { createTestDatabase } from '../support/db.ts';
+
+const db = await createTestDatabase();
+
+/** Sequential scans of `jobs` this transaction has made so far. */
+async function seqScans(tx: PoolClient): Promise<number> {
+  const { rows } = await tx.query<{ n: number }>(
+    `SELECT pg_stat_get_xact_numscans('jobs'::regclass)::int AS n`,
+  );
+  return rows[0]?.n ?? -1;
+}
+
+test('a burst after an idle spell is claimed through the indexes, not with a plan made on the empty table', async () => {
+  // The table empty and analysed as empty, as in a new cluster or after a quiet night.
+  await db.pool.query('VACUUM ANALYZE jobs');
+  const claim: JobClaimParams = {
+    queue: 'burst',
+    limit: 1000,
+    owner: 'w1',
+    leaseMs: 60_000,
+    tenantCursor: '',
+    limited: false,
+  };
+  const tx = await db.pool.connect();
+  try {
+    await tx.query('BEGIN');
+    // An idle worker's polls on one connection: more than the five runs after which PostgreSQL may
+    // cache a named statement's generic plan, which for an empty table reads it with seq scans.
+    for (let i = 0; i < 8; i++) assert.deepEqual(await jobClaimBatch(tx, claim), []);
+    await jobInsertMany(
+      tx,
+      Array.from({ length: 50_000 }, () => validateEnqueue({ queue: 'burst', kind: 'k' }, '')),
+    );
+    const before = await seqScans(tx);
+    assert.equal((await jobClaimBatch(tx, claim)).length, 1000);
+    assert.equal(await seqScans(tx), before, 'the claim did not scan the whole jobs table');
+    await tx.query('ROLLBACK');
+  } finally {
+    tx.release();
+  }
+});
