@@ -8,14 +8,17 @@
  * machine"). Where a batch must match (id, attempt) pairs, the pairs are not joined in but looked up
  * by binary search (sortedById, below).
  *
- * The batch claim is sent unnamed, so PostgreSQL plans every run of it against the table as it is
- * then. Named, a connection kept the generic plan it had cached while the table was empty (an idle
- * worker polling an empty queue; a new cluster): seq scans of jobs for the tenant lines, which it
- * went on using when a burst of 50,000 jobs came, claims of 150–400 ms instead of ~15, until an
- * autovacuum or ANALYZE of jobs replaced the plan (test: burst-plan). Parsing and planning it on
- * every run costs ~0.7 ms per claim of up to 1,000. The other statements keep their cached plans:
- * on the enqueue-to-start path planning every run added ~0.3 ms to 1.5, and the batch finishes
- * plan a seq scan of a table whose statistics say empty whether cached or not (cheap at that size).
+ * A batch claim is sent unnamed, so PostgreSQL plans each run against the table as it is then,
+ * unless it is a claim loop's timed poll (JobClaimParams.poll). One named statement for every claim
+ * let a connection cache the generic plan it made while the table was empty (an idle worker polling
+ * an empty queue; a new cluster): seq scans of jobs for the tenant lines, which it went on using when
+ * a burst of 50,000 jobs came, claims of 150–400 ms instead of ~15, until an autovacuum or ANALYZE of
+ * jobs replaced the plan (test: burst-plan). Parsing and planning a claim costs ~1.3 ms, nothing
+ * beside 1,000 jobs, but four times what an empty poll otherwise costs (1.7 against 0.35–0.4 ms), and
+ * an idle queue is polled by each of its loops every second: polls keep the cached plan, and so may
+ * scan a table that filled since it was made, until that autovacuum. The other statements keep their
+ * cached plans too: on the enqueue-to-start path planning every run added ~0.3 ms to 1.5, and the
+ * batch finishes plan a seq scan of a table whose statistics say empty either way.
  */
 import pg from 'pg';
 import { numberArray } from './array-literal.ts';
@@ -111,6 +114,12 @@ export interface JobClaimParams {
   /** Tenants after this one (in id order) go first, so more tenants than `limit` still rotate. */
   tenantCursor: string;
   /**
+   * A claim loop's timed poll of a queue it last found short (not a wake-up, nor the claim after a
+   * full batch): sent as a named statement, whose cached plan answers the usual "nothing" cheaply.
+   * Every other claim is planned on its run (see the top of this file). Default false.
+   */
+  poll?: boolean;
+  /**
    * true: the caller holds the queue's claim lock (jobClaimLock) in this transaction, and the claim
    * enforces the queue's cluster-wide max_running and tenant quotas. false: the lock-free fast path,
    * which claims nothing while any such limit applies, so it can never exceed one.
@@ -154,6 +163,7 @@ const CLAIM_RETURNING = `RETURNING j.id, j.queue, j.kind, j.tenant_id AS "tenant
  */
 export async function jobClaimBatch(db: Queryable, p: JobClaimParams): Promise<JobClaimed[]> {
   const result = await db.query<JobClaimed>({
+    ...(p.poll === true ? { name: 'tidemark_job_claim_poll' } : {}),
     text: `WITH RECURSIVE
       after_cursor AS (
         (SELECT tenant_id FROM jobs WHERE queue = $1 AND state = 'available' AND tenant_id > $5

@@ -121,17 +121,19 @@ class QueueLoop {
     this.#waiters.clear();
   }
 
-  async sleep(ms: number): Promise<void> {
-    if (this.woken) return;
+  /** true when woken (wake, wakeAll), false when `ms` passed first. */
+  async sleep(ms: number): Promise<boolean> {
+    if (this.woken) return true;
     let timer: NodeJS.Timeout | undefined;
     let waiter: (() => void) | undefined;
-    await new Promise<void>((resolve) => {
-      waiter = resolve;
-      this.#waiters.add(resolve);
-      timer = setTimeout(resolve, ms);
+    const woken = await new Promise<boolean>((resolve) => {
+      waiter = () => resolve(true);
+      this.#waiters.add(waiter);
+      timer = setTimeout(() => resolve(false), ms);
     });
     clearTimeout(timer);
     if (waiter !== undefined) this.#waiters.delete(waiter);
+    return woken;
   }
 }
 
@@ -275,6 +277,8 @@ export class Worker {
 
   async #claimLoop(q: QueueLoop): Promise<void> {
     let errorDelayMs = 100;
+    // The next claim is the timed poll of a queue last found short, not a wake-up (jobClaimBatch).
+    let poll = false;
     while (!this.#stopping) {
       const free = this.#freeSlots(q);
       if (free <= 0) {
@@ -282,6 +286,7 @@ export class Worker {
         await q.sleep(this.#pollMs);
         q.waitingForSlot = false;
         q.woken = false;
+        poll = false;
         continue;
       }
       q.woken = false;
@@ -289,7 +294,7 @@ export class Worker {
       let jobs: JobClaimed[];
       q.reserved += limit;
       try {
-        jobs = await this.#claim(q, limit);
+        jobs = await this.#claim(q, limit, poll);
         errorDelayMs = 100;
       } catch (error) {
         q.reserved -= limit;
@@ -302,7 +307,7 @@ export class Worker {
       for (const job of jobs) this.#start(q, job);
       if (this.#stopping) break;
       // A full batch suggests more is waiting; otherwise sleep until a NOTIFY, a free slot or the poll.
-      if (jobs.length < limit) await q.sleep(this.#pollMs);
+      poll = jobs.length < limit && !(await q.sleep(this.#pollMs));
     }
   }
 
@@ -316,7 +321,7 @@ export class Worker {
     return q.concurrency - q.stats.running - q.reserved - backlog;
   }
 
-  async #claim(q: QueueLoop, limit: number): Promise<JobClaimed[]> {
+  async #claim(q: QueueLoop, limit: number, poll: boolean): Promise<JobClaimed[]> {
     const t0 = this.#clock.monotonicMs();
     const params = {
       queue: q.name,
@@ -324,6 +329,7 @@ export class Worker {
       owner: this.id,
       leaseMs: this.#leaseMs,
       tenantCursor: q.tenantCursor,
+      poll,
     };
     const quotas = this.#tenantQuotas;
     const jobs =
