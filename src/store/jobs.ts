@@ -1,5 +1,5 @@
 /**
- * Named statements on `jobs`: claim, finish (only while the caller still owns the attempt), heartbeat,
+ * The statements on `jobs`: claim, finish (only while the caller still owns the attempt), heartbeat,
  * promote, reap, cancel, retry, and the reads behind the job client. Enqueue is in job-insert.ts.
  *
  * Batch statements take arrays and select their rows with `id = ANY($1::bigint[])`: at 1,000 rows a
