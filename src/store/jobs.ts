@@ -21,7 +21,7 @@
  * batch finishes plan a seq scan of a table whose statistics say empty either way.
  */
 import pg from 'pg';
-import { numberArray } from './array-literal.ts';
+import { arrayLiteral } from './array-literal.ts';
 import { withTransaction, type Queryable } from './pool.ts';
 import {
   workflowJobsFailed,
@@ -351,7 +351,7 @@ export async function jobCompleteMany(
     text: `UPDATE jobs j SET state = 'succeeded', finished_at = now(), lease_expires_at = NULL
       WHERE ${ownedAttempt('$3')}
       RETURNING j.id`,
-    values: [numberArray(batch.map((r) => r.id)), numberArray(batch.map((r) => r.attempt)), owner],
+    values: [arrayLiteral(batch.map((r) => r.id)), arrayLiteral(batch.map((r) => r.attempt)), owner],
   });
   const ids = result.rows.map((r) => r.id);
   // Workflow nodes among these jobs release their children in this same transaction.
@@ -424,8 +424,8 @@ export async function jobFailMany(
       )
       SELECT id, state, run_at AS "runAt" FROM done`,
     values: [
-      numberArray(batch.map((f) => f.id)),
-      numberArray(batch.map((f) => f.attempt)),
+      arrayLiteral(batch.map((f) => f.id)),
+      arrayLiteral(batch.map((f) => f.attempt)),
       batch.map((f) => f.outcome),
       batch.map((f) => f.error),
       batch.map((f) => f.retryable),
@@ -463,7 +463,7 @@ export async function jobReleaseMany(
       ),
       wake AS (SELECT pg_notify('tidemark_jobs', queue) FROM (SELECT DISTINCT queue FROM done) d)
       SELECT id FROM done WHERE (SELECT count(*) FROM wake) >= 0`,
-    [numberArray(batch.map((r) => r.id)), numberArray(batch.map((r) => r.attempt)), owner],
+    [arrayLiteral(batch.map((r) => r.id)), arrayLiteral(batch.map((r) => r.attempt)), owner],
   );
   return result.rows.map((r) => r.id);
 }
@@ -496,7 +496,7 @@ export async function leaseRenewMany(
           heartbeat_at = now()
       WHERE ${ownedAttempt('$3')}
       RETURNING j.id, j.cancel_requested_at IS NOT NULL AS "cancelRequested"`,
-    values: [numberArray(batch.map((r) => r.id)), numberArray(batch.map((r) => r.attempt)), owner, leaseMs],
+    values: [arrayLiteral(batch.map((r) => r.id)), arrayLiteral(batch.map((r) => r.attempt)), owner, leaseMs],
   });
   return result.rows;
 }

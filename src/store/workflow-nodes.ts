@@ -4,7 +4,7 @@
  * (`= ANY($1)` on an index), never one node per statement: a completion batch of 1,000 jobs costs the
  * same handful of statements as a batch of one.
  */
-import { numberArray } from './array-literal.ts';
+import { arrayLiteral } from './array-literal.ts';
 import { COPY_CHUNK_ROWS, COPY_NULL, copyIn, copyInt, copyJson, copyText } from './copy-text.ts';
 import type { PoolClient, Queryable } from './pool.ts';
 import { workflowJobKeySql } from './job-key.ts';
@@ -128,7 +128,7 @@ export async function workflowNodeSucceedByJobs(q: Queryable, jobIds: number[]):
     `UPDATE workflow_nodes SET state = 'succeeded', finished_at = now()
      WHERE job_id = ANY($1::bigint[]) AND state = 'queued'
      RETURNING id, workflow_id, type`,
-    [numberArray(jobIds)],
+    [arrayLiteral(jobIds)],
   );
   return rows;
 }
@@ -145,7 +145,7 @@ export async function workflowNodeFailByJobs(
      FROM jobs j
      WHERE n.job_id = ANY($1::bigint[]) AND n.state = 'queued' AND j.id = n.job_id
      RETURNING n.id, n.workflow_id, n.type, n.key`,
-    [numberArray(jobIds)],
+    [arrayLiteral(jobIds)],
   );
   return rows;
 }
@@ -163,7 +163,7 @@ export async function workflowNodeRequeueByJobs(
      FROM workflow_nodes o
      WHERE n.job_id = ANY($1::bigint[]) AND n.state IN ('failed', 'cancelled') AND o.id = n.id
      RETURNING n.id, n.workflow_id, n.type, o.state = 'failed' AS was_failed`,
-    [numberArray(jobIds)],
+    [arrayLiteral(jobIds)],
   );
   return rows;
 }

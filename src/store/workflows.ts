@@ -3,7 +3,7 @@
  * workflow's nodes (completions, failures, signals, cancel, resume). Taking it first, in id order,
  * gives every such transaction the same lock order, so they queue instead of deadlocking.
  */
-import { numberArray } from './array-literal.ts';
+import { arrayLiteral } from './array-literal.ts';
 import type { Queryable } from './pool.ts';
 
 export const WorkflowState = {
@@ -76,7 +76,7 @@ export async function workflowLockByJobs(q: Queryable, jobIds: number[]): Promis
      WHERE w.id IN (SELECT n.workflow_id FROM workflow_nodes n WHERE n.job_id = ANY($1::bigint[]))
      ORDER BY w.id
      FOR UPDATE OF w`,
-    [numberArray(jobIds)],
+    [arrayLiteral(jobIds)],
   );
   return rows;
 }
