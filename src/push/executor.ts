@@ -106,17 +106,20 @@ export class PushExecutor {
     await this.stop();
   }
 
-  #sleep(ms: number): Promise<void> {
+  /** true when woken, false when `ms` passed first. */
+  #sleep(ms: number): Promise<boolean> {
     return new Promise((resolve) => {
-      const timer = setTimeout(resolve, ms);
+      const timer = setTimeout(() => resolve(false), ms);
       this.#wake = () => {
         clearTimeout(timer);
-        resolve();
+        resolve(true);
       };
     });
   }
 
   async #claimLoop(): Promise<void> {
+    // The next claim is the timed poll after one that found nothing (JobClaimParams.poll).
+    let poll = false;
     while (!this.#stopping) {
       let claimed = 0;
       try {
@@ -133,6 +136,7 @@ export class PushExecutor {
             limit: free,
             leaseMs: this.#leaseMs,
             cursors: this.#cursors,
+            poll,
           });
           this.#cursors = cursors;
           claimed = jobs.length;
@@ -141,7 +145,10 @@ export class PushExecutor {
       } catch (error) {
         this.#log.warn({ err: error }, 'push executor: claim failed; retrying');
       }
-      if (claimed === 0 || this.#held.size >= this.#maxInFlight) await this.#sleep(this.#pollMs);
+      poll = false;
+      if (claimed === 0 || this.#held.size >= this.#maxInFlight) {
+        poll = !(await this.#sleep(this.#pollMs)) && claimed === 0;
+      }
     }
     while (this.#held.size > 0) await new Promise((r) => setTimeout(r, 20));
   }

@@ -31,6 +31,8 @@ export interface ClaimRequest {
   leaseMs: number;
   /** Where each queue's tenant rotation resumes (from the previous claim's answer). */
   cursors?: Record<string, string>;
+  /** A timed poll after a claim that found nothing (JobClaimParams.poll). Default false. */
+  poll?: boolean;
 }
 
 export interface ClaimResult {
@@ -50,7 +52,14 @@ export async function remoteClaim(pool: Pool, request: ClaimRequest): Promise<Cl
       cursors[queue] = cursor;
       continue;
     }
-    const params = { queue, limit, owner: request.owner, leaseMs: request.leaseMs, tenantCursor: cursor };
+    const params = {
+      queue,
+      limit,
+      owner: request.owner,
+      leaseMs: request.leaseMs,
+      tenantCursor: cursor,
+      poll: request.poll,
+    };
     const quotas = limits.tenantQuotas;
     const claimed =
       limits.limitedQueues.has(queue) || quotas
