@@ -146,9 +146,9 @@ export class PushExecutor {
         this.#log.warn({ err: error }, 'push executor: claim failed; retrying');
       }
       poll = false;
-      if (claimed === 0 || this.#held.size >= this.#maxInFlight) {
-        poll = !(await this.#sleep(this.#pollMs)) && claimed === 0;
-      }
+      if (claimed > 0 && this.#held.size < this.#maxInFlight) continue;
+      const woken = await this.#sleep(this.#pollMs);
+      poll = claimed === 0 && !woken;
     }
     while (this.#held.size > 0) await new Promise((r) => setTimeout(r, 20));
   }

@@ -7,8 +7,7 @@
  * `heartbeat`, `transaction` and `once` are getters that make their function when read, so a handler
  * may still destructure them (`({ heartbeat }) => …`) and call them on their own.
  */
-import type { JobClaimed } from '../store/jobs.ts';
-import { jobCompleteMany, jobHeartbeat, type AttemptRef } from '../store/jobs.ts';
+import { jobCompleteMany, jobHeartbeat, type AttemptRef, type JobClaimed } from '../store/jobs.ts';
 import { withTransaction, type Pool, type PoolClient } from '../store/pool.ts';
 import { JobCancelledError, LeaseLostError } from './errors.ts';
 import type { AttemptAbort } from './executor.ts';
