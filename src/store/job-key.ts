@@ -52,6 +52,14 @@ export function workflowJobKeySql(workflowId: string, nodeId: string, run: strin
   return `'workflow:' || ${workflowId} || ':' || ${nodeId} || ':' || ${run}`;
 }
 
+/**
+ * Whether a job may be a workflow node's, by its key: true for every node's job; a caller's own key
+ * of that form as well, which only sends its completion the longer way (worker/completer.ts).
+ */
+export function mayBeWorkflowJobKey(key: string): boolean {
+  return key.startsWith('workflow:');
+}
+
 const WORKFLOW = /^workflow:.+:([1-9][0-9]{0,15}):[1-9][0-9]{0,9}$/;
 
 /** The workflow node id in a key of a workflow node's job, else undefined. */

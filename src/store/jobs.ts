@@ -359,6 +359,32 @@ export async function jobCompleteMany(
   return ids;
 }
 
+/**
+ * As jobCompleteMany for jobs that are no workflow's nodes, as a statement of its own (autocommit):
+ * one round trip where jobCompleteMany's transaction takes four (BEGIN, the update, the lookup of
+ * workflows to release, COMMIT), so an idle worker's completion of one job keeps the database and
+ * this process busy for a quarter of the exchanges. The condition on workflow_nodes keeps it exact:
+ * a node's job among them is left running and not returned, for jobCompleteMany to finish with its
+ * release. Returns the ids written.
+ */
+export async function jobCompleteOutsideWorkflows(
+  db: Queryable,
+  owner: string,
+  refs: readonly AttemptRef[],
+): Promise<number[]> {
+  if (refs.length === 0) return [];
+  const batch = sortedById(refs);
+  const result = await db.query<{ id: number }>({
+    name: 'tidemark_job_complete_outside_workflows',
+    text: `UPDATE jobs j SET state = 'succeeded', finished_at = now(), lease_expires_at = NULL
+      WHERE ${ownedAttempt('$3')}
+        AND NOT EXISTS (SELECT 1 FROM workflow_nodes n WHERE n.job_id = j.id)
+      RETURNING j.id`,
+    values: [arrayLiteral(batch.map((r) => r.id)), arrayLiteral(batch.map((r) => r.attempt)), owner],
+  });
+  return result.rows.map((r) => r.id);
+}
+
 export const AttemptOutcome = {
   succeeded: 'succeeded',
   failed: 'failed',

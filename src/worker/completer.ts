@@ -2,12 +2,15 @@
  * Batches the writes that end attempts, group-commit style: while one batch is being written the
  * next accumulates, so an idle worker writes each completion at once (low latency) and a busy one
  * writes ~1,000 per statement (one job per statement ~0.25 P, 1,000 per batch ~7–8 P: DESIGN.md).
- * A failed write is retried with backoff; every write is conditioned on (owner, attempt), so
- * writing twice, or after the job was reaped, changes nothing.
+ * Successes of jobs that are no workflow's nodes are one statement of their own; a node's job is
+ * completed in a transaction with its workflow's release. A failed write is retried with backoff;
+ * every write is conditioned on (owner, attempt), so writing twice, or after the job was reaped,
+ * changes nothing.
  */
 import type { Logger } from '../log.ts';
 import {
   jobCompleteMany,
+  jobCompleteOutsideWorkflows,
   jobFailMany,
   jobReleaseMany,
   type AttemptFailure,
@@ -20,7 +23,10 @@ export class Completer {
   readonly #owner: string;
   readonly #log: Logger;
   readonly #batch: number;
+  /** Successes of jobs that are no workflow's nodes, by their key: one statement each batch. */
   #successes: AttemptRef[] = [];
+  /** Successes of workflow nodes' jobs, written with their release in one transaction. */
+  #nodeSuccesses: AttemptRef[] = [];
   #failures: AttemptFailure[] = [];
   #releases: AttemptRef[] = [];
   #writing = false;
@@ -36,8 +42,9 @@ export class Completer {
     this.#onWritten = onWritten;
   }
 
-  succeed(ref: AttemptRef): void {
-    this.#successes.push(ref);
+  /** `workflowNode`: the job may be a workflow node's (mayBeWorkflowJobKey). */
+  succeed(ref: AttemptRef, workflowNode: boolean): void {
+    (workflowNode ? this.#nodeSuccesses : this.#successes).push(ref);
     this.#kick();
   }
 
@@ -52,7 +59,9 @@ export class Completer {
   }
 
   get pending(): number {
-    return this.#successes.length + this.#failures.length + this.#releases.length;
+    return (
+      this.#successes.length + this.#nodeSuccesses.length + this.#failures.length + this.#releases.length
+    );
   }
 
   /** Resolves when everything handed in so far has been written. */
@@ -88,8 +97,16 @@ export class Completer {
   async #writeOnce(): Promise<void> {
     if (this.#successes.length > 0) {
       const batch = this.#successes.slice(0, this.#batch);
-      await withTransaction(this.#pool, (tx) => jobCompleteMany(tx, this.#owner, batch));
+      const written = new Set(await jobCompleteOutsideWorkflows(this.#pool, this.#owner, batch));
       this.#successes.splice(0, batch.length);
+      // Left running: a workflow node's job after all (its key told wrong), or one no longer owned,
+      // which the longer way finds no longer owned too and leaves alone.
+      for (const ref of batch) if (!written.has(ref.id)) this.#nodeSuccesses.push(ref);
+    }
+    if (this.#nodeSuccesses.length > 0) {
+      const batch = this.#nodeSuccesses.slice(0, this.#batch);
+      await withTransaction(this.#pool, (tx) => jobCompleteMany(tx, this.#owner, batch));
+      this.#nodeSuccesses.splice(0, batch.length);
     }
     if (this.#failures.length > 0) {
       const batch = this.#failures.slice(0, this.#batch);

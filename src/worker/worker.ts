@@ -24,6 +24,7 @@ import {
   type AttemptRef,
   type JobClaimed,
 } from '../store/jobs.ts';
+import { mayBeWorkflowJobKey } from '../store/job-key.ts';
 import { withTransaction, type Pool } from '../store/pool.ts';
 import { AttemptContext, type AttemptHost } from './attempt-context.ts';
 import { Completer } from './completer.ts';
@@ -67,6 +68,8 @@ interface Running {
   queue: QueueLoop;
   aborter: AttemptAbort;
   heartbeatMs: number | null;
+  /** By its key: its success is written with its workflow's release (Completer). */
+  workflowNode: boolean;
 }
 
 class QueueLoop {
@@ -386,7 +389,13 @@ export class Worker {
   #start(q: QueueLoop, job: JobClaimed): void {
     const ref = { id: job.id, attempt: job.attempt };
     const aborter = new AttemptAbort();
-    const entry: Running = { ref, queue: q, aborter, heartbeatMs: job.heartbeatMs };
+    const entry: Running = {
+      ref,
+      queue: q,
+      aborter,
+      heartbeatMs: job.heartbeatMs,
+      workflowNode: mayBeWorkflowJobKey(job.idempotencyKey),
+    };
     // A job claimed again while an older run of it is still here: that run's lease was lost (reaped
     // before the lease keeper noticed) or its claim was (an asynchronous claim dropped in a database
     // crash, see jobClaimBatch, possibly under the same attempt number), so it writes nothing.
@@ -417,7 +426,7 @@ export class Worker {
     switch (result.kind) {
       case 'succeeded':
         q.stats.outcomes.succeeded++;
-        this.#completer.succeed(ref);
+        this.#completer.succeed(ref, entry.workflowNode);
         break;
       case 'completed':
         q.stats.outcomes.succeeded++;

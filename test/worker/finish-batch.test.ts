@@ -1,18 +1,32 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { jobInsertMany } from '../../src/store/job-insert.ts';
-import { jobClaimBatch, jobCompleteMany, jobFailMany, leaseRenewMany } from '../../src/store/jobs.ts';
+import { createLogger } from '../../src/log.ts';
+import {
+  jobClaimBatch,
+  jobCompleteMany,
+  jobCompleteOutsideWorkflows,
+  jobFailMany,
+  leaseRenewMany,
+} from '../../src/store/jobs.ts';
 import { withTransaction } from '../../src/store/pool.ts';
+import { Completer } from '../../src/worker/completer.ts';
 import { validateEnqueue } from '../../src/worker/validate.ts';
+import { WorkflowClient } from '../../src/workflow/workflow-client.ts';
 import { createTestDatabase } from '../support/db.ts';
+import { nodeStates } from '../workflow/support.ts';
 
 const db = await createTestDatabase();
+const workflows = new WorkflowClient(db.pool);
 
-async function claimed(queue: string, n: number) {
-  await jobInsertMany(
-    db.pool,
-    Array.from({ length: n }, () => validateEnqueue({ queue, kind: 'k', maxAttempts: 5 }, '')),
-  );
+/** Claims n jobs of the queue, enqueueing them first unless `enqueue` is false. */
+async function claimed(queue: string, n: number, enqueue = true) {
+  if (enqueue) {
+    await jobInsertMany(
+      db.pool,
+      Array.from({ length: n }, () => validateEnqueue({ queue, kind: 'k', maxAttempts: 5 }, '')),
+    );
+  }
   const jobs = await jobClaimBatch(db.pool, {
     queue,
     limit: n,
@@ -97,4 +111,35 @@ test('the same job twice in one batch is written once, for its later attempt', a
     jobCompleteMany(tx, 'w1', [a, { id: a.id, attempt: a.attempt - 1 }]),
   );
   assert.deepEqual(done, [a.id]);
+});
+
+test('plain completions are one statement; a workflow node among them is left to the completion with its release', async () => {
+  await workflows.submit({
+    id: 'told-wrong',
+    nodes: [
+      { id: 'a', kind: 'k', queue: 'told-wrong' },
+      { id: 'b', kind: 'k', queue: 'told-wrong', dependsOn: ['a'] },
+    ],
+  });
+  const [node] = await claimed('told-wrong', 1, false);
+  const plain = await claimed('plain-batch', 2);
+  assert.ok(node);
+  // The statement alone completes the plain jobs and leaves the node's job running.
+  const [first, ...rest] = plain;
+  assert.ok(first);
+  assert.deepEqual(await jobCompleteOutsideWorkflows(db.pool, 'w1', [node, first]), [first.id]);
+  assert.deepEqual(
+    (await states([node.id])).map((r) => r.state),
+    ['running'],
+  );
+  // The completer, told that the node's job is a plain one, still finishes it with its release.
+  const completer = new Completer(db.pool, 'w1', createLogger('test-completer'), 1000, () => undefined);
+  completer.succeed(node, false);
+  for (const ref of rest) completer.succeed(ref, false);
+  await completer.flush();
+  assert.deepEqual(
+    (await states([node.id, ...plain.map((r) => r.id)])).map((r) => r.state),
+    ['succeeded', 'succeeded', 'succeeded'],
+  );
+  assert.deepEqual(await nodeStates(db.pool, 'told-wrong'), { a: 'succeeded', b: 'queued' });
 });
