@@ -125,8 +125,12 @@ export async function workflowNodeInsertMany(
 /** Marks the nodes of these jobs succeeded (only those still queued: a second report is a no-op). */
 export async function workflowNodeSucceedByJobs(q: Queryable, jobIds: number[]): Promise<NodeRef[]> {
   const { rows } = await q.query<NodeRef>(
+    // By job_idx, one descent per job. With a plain `state = 'queued'` the planner, trusting a count
+    // of queued nodes from before they were released (one, at the last ANALYZE), read all queued
+    // nodes through workflow_state_idx and filtered them by job (4,000-5,000 read for 1,000 written,
+    // 6 ms per completion batch); coalesce() keeps that index out of its choices.
     `UPDATE workflow_nodes SET state = 'succeeded', finished_at = now()
-     WHERE job_id = ANY($1::bigint[]) AND state = 'queued'
+     WHERE job_id = ANY($1::bigint[]) AND coalesce(state, '') = 'queued'
      RETURNING id, workflow_id, type`,
     [arrayLiteral(jobIds)],
   );

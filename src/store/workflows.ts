@@ -69,11 +69,21 @@ export async function workflowLock(q: Queryable, id: string): Promise<WorkflowRo
   return rows[0] ?? null;
 }
 
+/**
+ * The lock statements find the workflows through the nodes, as an array made first: written as
+ * `w.id IN (SELECT …)`, the planner, seeing two rows in workflows, read every node of each workflow
+ * through (workflow_id, key) and filtered them by the ids (15,000 nodes read per workflow, 7-12 ms
+ * per completion of a workflow beside a second one of 20,000 nodes) instead of one index descent per
+ * id.
+ */
+const OWNING_WORKFLOWS = (nodeColumn: string): string =>
+  `w.id = ANY (ARRAY(SELECT DISTINCT n.workflow_id FROM workflow_nodes n WHERE n.${nodeColumn} = ANY ($1::bigint[])))`;
+
 /** Locks, in id order, the workflows that own any of these jobs; empty when none is a workflow node. */
 export async function workflowLockByJobs(q: Queryable, jobIds: number[]): Promise<WorkflowLockRow[]> {
   const { rows } = await q.query<WorkflowLockRow>(
     `SELECT w.id, w.state, w.failure_policy FROM workflows w
-     WHERE w.id IN (SELECT n.workflow_id FROM workflow_nodes n WHERE n.job_id = ANY($1::bigint[]))
+     WHERE ${OWNING_WORKFLOWS('job_id')}
      ORDER BY w.id
      FOR UPDATE OF w`,
     [arrayLiteral(jobIds)],
@@ -92,7 +102,7 @@ export async function workflowLockByNodes(
 ): Promise<WorkflowLockRow[]> {
   const { rows } = await q.query<WorkflowLockRow>(
     `SELECT w.id, w.state, w.failure_policy FROM workflows w
-     WHERE w.id IN (SELECT n.workflow_id FROM workflow_nodes n WHERE n.id = ANY($1::bigint[]))
+     WHERE ${OWNING_WORKFLOWS('id')}
      ORDER BY w.id
      FOR UPDATE OF w${skipLocked ? ' SKIP LOCKED' : ''}`,
     [nodeIds],
