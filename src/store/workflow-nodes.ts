@@ -143,11 +143,12 @@ export async function workflowNodeFailByJobs(
   jobIds: number[],
 ): Promise<(NodeRef & { key: string })[]> {
   const { rows } = await q.query<NodeRef & { key: string }>(
-    // A job cancelled while it waited has no error of its own: the node says what happened.
+    // A job cancelled while it waited has no error of its own: the node says what happened. By
+    // job_idx, as in workflowNodeSucceedByJobs.
     `UPDATE workflow_nodes n SET state = 'failed', finished_at = now(),
        error = coalesce(j.last_error, 'job ' || j.id || ' ' || j.state)
      FROM jobs j
-     WHERE n.job_id = ANY($1::bigint[]) AND n.state = 'queued' AND j.id = n.job_id
+     WHERE n.job_id = ANY($1::bigint[]) AND coalesce(n.state, '') = 'queued' AND j.id = n.job_id
      RETURNING n.id, n.workflow_id, n.type, n.key`,
     [arrayLiteral(jobIds)],
   );

@@ -1,0 +1,67 @@
+/**
+ * The statements of a workflow node's completion find nodes by their job (workflow_nodes_job_idx),
+ * whatever the planner's statistics say: after an ANALYZE that saw two workflows and one queued node
+ * each, the lock statement read every node of each workflow and the success update every queued
+ * node, per completion batch.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type { PoolClient } from '../../src/store/pool.ts';
+import { workflowNodeSucceedByJobs } from '../../src/store/workflow-nodes.ts';
+import { workflowLockByJobs } from '../../src/store/workflows.ts';
+import { WorkflowClient } from '../../src/workflow/workflow-client.ts';
+import { createTestDatabase } from '../support/db.ts';
+import { claim, succeed } from './support.ts';
+
+const db = await createTestDatabase();
+const workflows = new WorkflowClient(db.pool);
+
+/** Index scans this transaction has made so far, by index name. */
+async function indexScans(tx: PoolClient): Promise<Record<string, number>> {
+  const { rows } = await tx.query<{ name: string; n: number }>(
+    `SELECT indexrelname AS name, pg_stat_get_xact_numscans(indexrelid)::int AS n
+     FROM pg_stat_user_indexes WHERE relname = 'workflow_nodes'`,
+  );
+  return Object.fromEntries(rows.map((r) => [r.name, r.n]));
+}
+
+function fanOut(id: string, children: number) {
+  return {
+    id,
+    nodes: [
+      { id: 'root', kind: 'k' },
+      ...Array.from({ length: children }, (_, i) => ({ id: `c${i}`, kind: 'k', dependsOn: ['root'] })),
+    ],
+  };
+}
+
+test('completing workflow nodes finds them by job, not by scanning a workflow or every queued node', async () => {
+  await workflows.submit(fanOut('plan-a', 2000));
+  await workflows.submit(fanOut('plan-b', 4000));
+  // Analysed while each workflow has one queued node (its root).
+  await db.pool.query('ANALYZE workflows, workflow_nodes');
+  const [root] = await claim(db.pool, 'plan-a', ['root']);
+  assert.ok(root);
+  await succeed(db.pool, [root.id]);
+  const children = await claim(db.pool, 'plan-a');
+  assert.equal(children.length, 2000);
+  const jobIds = children.slice(0, 500).map((j) => j.id);
+
+  const tx = await db.pool.connect();
+  try {
+    await tx.query('BEGIN');
+    const before = await indexScans(tx);
+    const locked = await workflowLockByJobs(tx, jobIds);
+    assert.deepEqual(
+      locked.map((w) => w.id),
+      ['plan-a'],
+    );
+    assert.equal((await workflowNodeSucceedByJobs(tx, jobIds)).length, 500);
+    const after = await indexScans(tx);
+    const used = Object.keys(after).filter((name) => (after[name] ?? 0) > (before[name] ?? 0));
+    assert.deepEqual(used.sort(), ['workflow_nodes_job_idx']);
+    await tx.query('ROLLBACK');
+  } finally {
+    tx.release();
+  }
+});
