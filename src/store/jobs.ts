@@ -344,16 +344,7 @@ export async function jobCompleteMany(
   owner: string,
   refs: readonly AttemptRef[],
 ): Promise<number[]> {
-  if (refs.length === 0) return [];
-  const batch = sortedById(refs);
-  const result = await db.query<{ id: number }>({
-    name: 'tidemark_job_complete_many',
-    text: `UPDATE jobs j SET state = 'succeeded', finished_at = now(), lease_expires_at = NULL
-      WHERE ${ownedAttempt('$3')}
-      RETURNING j.id`,
-    values: [arrayLiteral(batch.map((r) => r.id)), arrayLiteral(batch.map((r) => r.attempt)), owner],
-  });
-  const ids = result.rows.map((r) => r.id);
+  const ids = await markSucceeded(db, owner, refs, false);
   // Workflow nodes among these jobs release their children in this same transaction.
   await workflowJobsSucceeded(db, ids);
   return ids;
@@ -372,13 +363,22 @@ export async function jobCompleteOutsideWorkflows(
   owner: string,
   refs: readonly AttemptRef[],
 ): Promise<number[]> {
+  return markSucceeded(db, owner, refs, true);
+}
+
+async function markSucceeded(
+  db: Queryable,
+  owner: string,
+  refs: readonly AttemptRef[],
+  outsideWorkflows: boolean,
+): Promise<number[]> {
   if (refs.length === 0) return [];
   const batch = sortedById(refs);
   const result = await db.query<{ id: number }>({
-    name: 'tidemark_job_complete_outside_workflows',
+    name: outsideWorkflows ? 'tidemark_job_complete_outside_workflows' : 'tidemark_job_complete_many',
     text: `UPDATE jobs j SET state = 'succeeded', finished_at = now(), lease_expires_at = NULL
       WHERE ${ownedAttempt('$3')}
-        AND NOT EXISTS (SELECT 1 FROM workflow_nodes n WHERE n.job_id = j.id)
+        ${outsideWorkflows ? 'AND NOT EXISTS (SELECT 1 FROM workflow_nodes n WHERE n.job_id = j.id)' : ''}
       RETURNING j.id`,
     values: [arrayLiteral(batch.map((r) => r.id)), arrayLiteral(batch.map((r) => r.attempt)), owner],
   });
