@@ -127,6 +127,18 @@ class QueueLoop {
   /** true when woken (wake, wakeAll), false when `ms` passed first. */
   async sleep(ms: number): Promise<boolean> {
     if (this.woken) return true;
+    return this.#wait(ms);
+  }
+
+  /**
+   * As sleep, for a loop with no free slot: a wake-up already pending is for a loop that can claim
+   * (its claim in flight sees it afterwards), not for this one, which would only go round again.
+   */
+  sleepForSlot(ms: number): Promise<boolean> {
+    return this.#wait(ms);
+  }
+
+  async #wait(ms: number): Promise<boolean> {
     let timer: NodeJS.Timeout | undefined;
     let waiter: (() => void) | undefined;
     const woken = await new Promise<boolean>((resolve) => {
@@ -285,10 +297,12 @@ export class Worker {
     while (!this.#stopping) {
       const free = this.#freeSlots(q);
       if (free <= 0) {
+        // `woken` is left alone: a wake-up about new work that reaches this loop while another's
+        // claim holds the slots is that claim's loop's to act on when it returns (cleared here, the
+        // job waited for the next poll: 8 of 30 lone jobs into an idle limited queue).
         q.waitingForSlot = true;
-        await q.sleep(this.#pollMs);
+        await q.sleepForSlot(this.#pollMs);
         q.waitingForSlot = false;
-        q.woken = false;
         poll = false;
         continue;
       }

@@ -441,6 +441,34 @@ test("jobs enqueued one at a time into an idle queue start at once, and never pa
   await queueUpsert(db.pool, 'lone-limited', { maxRunning: null });
 });
 
+test("a wake-up that comes while one claim loop's claim holds the queue's slots starts the job", async () => {
+  // Each other queue's completion wakes a limited queue's loops: one claims (reserving every free
+  // slot), the other finds none and waits for one. A wake-up about a new job then reaching the waiting
+  // loop must survive for the claiming one, whose claim began before the job existed.
+  await queueUpsert(db.pool, 'wake-limited', { maxRunning: 1 });
+  const started = new Set<number>();
+  await startWorker(
+    db,
+    { mark: (ctx) => Promise.resolve(void started.add(ctx.jobId)) },
+    {
+      queues: [
+        { name: 'wake-other', concurrency: 5 },
+        { name: 'wake-limited', concurrency: 5 },
+      ],
+      pollMs: 60_000,
+    },
+  );
+  for (let i = 0; i < 20; i++) {
+    const other = await client.jobs.enqueue({ queue: 'wake-other', kind: 'mark' });
+    // Checked without a pause, so the next job comes while the completion's wake-up is being acted on.
+    while ((await jobState(db.pool, other.id)) !== 'succeeded');
+    const job = await client.jobs.enqueue({ queue: 'wake-limited', kind: 'mark' });
+    await waitUntil(`round ${i}: the limited job started`, () => Promise.resolve(started.has(job.id)), 3000);
+    await waitUntil('its completion', async () => (await jobState(db.pool, job.id)) === 'succeeded');
+  }
+  await queueUpsert(db.pool, 'wake-limited', { maxRunning: null });
+});
+
 test('a job whose lease expired is reaped as lease_lost and run again by a live worker', async () => {
   await queueUpsert(db.pool, 'reap', { backoffBaseMs: 10, backoffMaxMs: 10 });
   const job = await client.jobs.enqueue({ queue: 'reap', kind: 'ok' });
