@@ -3,14 +3,14 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/', '.tidemark/', 'coverage/', 'artifacts/', 'src/dashboard/vendor/'] },
+  { ignores: ['node_modules/', 'dist/', '.tidemark/', 'coverage/', 'artifacts/', 'src/dashboard/vendor/'] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {
     languageOptions: {
       globals: { process: 'readonly', console: 'readonly' },
       parserOptions: {
-        projectService: { allowDefaultProject: ['*.js', 'bin/*.js'] },
+        projectService: { allowDefaultProject: ['*.js'] },
         tsconfigRootDir: import.meta.dirname,
       },
     },

@@ -14,7 +14,11 @@ import { percentile, type Bench, type BenchRow } from './table.ts';
 
 const DURATION_MS = Number(process.env.TIDEMARK_BENCH_API_MS ?? 5000);
 const CONCURRENCY = 32;
-const BIN = fileURLToPath(new URL('../bin/tidemark.js', import.meta.url));
+const CLI = [
+  '--import',
+  import.meta.resolve('tsx'),
+  fileURLToPath(new URL('../src/cli/bin.ts', import.meta.url)),
+];
 
 interface Load {
   requests: number;
@@ -87,7 +91,7 @@ function row(name: string, l: Load, perRequest = 1): BenchRow {
 
 export const bench: Bench = async () => {
   const db = await benchDatabase();
-  const child = spawn(process.execPath, [BIN, 'api', '--port', '0'], {
+  const child = spawn(process.execPath, [...CLI, 'api', '--port', '0'], {
     env: { ...process.env, DATABASE_URL: db.url, TIDEMARK_LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'pipe', 'inherit'],
   });

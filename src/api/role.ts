@@ -81,11 +81,11 @@ export async function startDevApi(options: {
     logger: options.logger,
     fallbackToFreePort: true,
   });
-  // Bundle the dashboard now, in the background, so the first page load does not wait for esbuild.
+  // Load the dashboard now, in the background, so the first page load does not wait for it.
   dashboardWarm().then(
-    (ms) => options.logger.info({ ms: Math.round(ms) }, 'dashboard bundle built'),
+    (ms) => options.logger.info({ ms: Math.round(ms) }, 'dashboard assets loaded'),
     (error: unknown) =>
-      options.logger.error({ err: error }, 'dashboard bundle failed; retried on first load'),
+      options.logger.error({ err: error }, 'dashboard assets failed to load; retried on first load'),
   );
   // URL-targeted jobs (the quick start's webhook schedule) need the push executor running too.
   const push = new PushExecutor({ pool: options.pool, log: options.logger });

@@ -4,17 +4,15 @@
  * shutdown grace period, then hands what is left back to the queue.
  */
 import { readFile } from 'node:fs/promises';
-import { resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { createLogger } from '../log.ts';
 import { createPool, type Pool } from '../store/pool.ts';
 import { queueUpsert } from '../store/queues.ts';
 import { applyQueueFlags, ConfigError, parseConfigFile, type WorkerConfig } from '../worker/config.ts';
-import type { Handler, Handlers } from '../worker/handler.ts';
 import { Worker } from '../worker/worker.ts';
 import { SignalTimer } from '../workflow/signal-timer.ts';
 import { requireDatabaseUrl } from './database-url.ts';
+import { handlersLoad } from './handlers-module.ts';
 import type { Command } from './main.ts';
 import { UsageError } from './usage-error.ts';
 
@@ -23,7 +21,8 @@ const HELP = `usage: tidemark worker --handlers MODULE [--queue NAME[:CONCURRENC
                        [--batch N] [--id ID] [--no-maintenance]
 
 Runs jobs from the database at DATABASE_URL. MODULE's default export maps job kinds to handlers,
-async (ctx) => result. Each --queue gets its own claim loop with CONCURRENCY slots (default 10);
+async (ctx) => result; MODULE is .js, .mjs or .cjs, or .ts, .mts or .cts (run by Node 22.18+
+itself, or by tsx installed in the module's project). Each --queue gets its own claim loop with CONCURRENCY slots (default 10);
 with no --queue and no --config, the queue 'default' is run. --config FILE (JSON) may also set each
 queue's cluster-wide maxRunning, maxAttempts, backoffBaseMs, backoffMaxMs and timeoutMs, written to
 the queues table at start. Defaults: lease 30 s, poll 1 s, timeout grace 5 s, shutdown grace 10 s,
@@ -69,28 +68,6 @@ function intFlag(value: string | undefined, name: string, min: number): number |
   return n;
 }
 
-async function loadHandlers(path: string): Promise<Handlers> {
-  let module: { default?: unknown };
-  try {
-    module = (await import(pathToFileURL(resolve(path)).href)) as { default?: unknown };
-  } catch (error) {
-    throw new UsageError(
-      `--handlers: can not load ${path}: ${error instanceof Error ? error.message : String(error)}`,
-      {
-        cause: error,
-      },
-    );
-  }
-  const handlers = module.default;
-  if (typeof handlers !== 'object' || handlers === null) {
-    throw new UsageError(`--handlers: ${path} must default-export an object of job kind → handler function`);
-  }
-  for (const [kind, fn] of Object.entries(handlers)) {
-    if (typeof fn !== 'function') throw new UsageError(`--handlers: ${path}: '${kind}' is not a function`);
-  }
-  return handlers as Record<string, Handler>;
-}
-
 /** Starts a worker from parsed flags on `pool`; used by `tidemark worker` and `tidemark dev`. */
 export async function startWorkerRole(
   values: WorkerFlagValues,
@@ -120,7 +97,7 @@ export async function startWorkerRole(
     if (error instanceof ConfigError) throw new UsageError(error.message, { cause: error });
     throw error;
   }
-  const handlers = await loadHandlers(values.handlers);
+  const handlers = await handlersLoad(values.handlers);
   for (const q of config.queues) {
     if (Object.keys(q.settings).length > 0) await queueUpsert(pool, q.name, q.settings);
   }

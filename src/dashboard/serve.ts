@@ -1,11 +1,7 @@
 /**
- * Serves the dashboard at `/` from the API server: index.html, style.css, and app.js — the
- * TypeScript under app/ bundled in memory by esbuild on first use (at start under `tidemark dev`) and kept for the process's life.
- *
- * Why TypeScript built at run time rather than hand-written JS or committed output: the page is
- * type-checked and linted with the rest of the code (typed lint would refuse stray .js files), no
- * built file can drift from its source, and esbuild already ships with tsx. Bundling the ~15 small
- * modules takes tens of milliseconds once (printed by the e2e test as `bundle:`), and one file
+ * Serves the dashboard at `/` from the API server: index.html, style.css, and app.js, the TypeScript
+ * under app/ as one bundle. The package ships that bundle beside this file (built by scripts/build.ts);
+ * a checkout running its sources has none there and bundles app/ on first use (bundle.ts). One file
  * saves the browser a waterfall of module requests.
  *
  * The pages need no authentication to load: they hold no data, and every API call they make carries
@@ -16,7 +12,6 @@
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
-import { build } from 'esbuild';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Api } from '../api/app.ts';
 
@@ -39,56 +34,50 @@ function asset(body: string, type: string): Asset {
   return { body, type, etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 22)}"` };
 }
 
-export async function bundleApp(): Promise<{ code: string; ms: number }> {
-  const started = performance.now();
-  const result = await build({
-    entryPoints: [here('./app/main.ts')],
-    bundle: true,
-    write: false,
-    format: 'esm',
-    target: 'es2022',
-    minify: true,
-    legalComments: 'none',
-    logLevel: 'silent',
-  });
-  const code = result.outputFiles[0]?.text;
-  if (code === undefined) throw new Error('esbuild produced no output for the dashboard');
-  return { code, ms: performance.now() - started };
+/** The shipped bundle, or (in a checkout, where there is none) one made now from app/. */
+async function appCode(): Promise<string> {
+  try {
+    return await readFile(here('./app.js'), 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+    return (await import('./bundle.ts')).bundleApp();
+  }
 }
 
-async function loadAssets(): Promise<{ assets: Map<string, Asset>; bundleMs: number }> {
+async function loadAssets(): Promise<{ assets: Map<string, Asset>; ms: number }> {
+  const started = performance.now();
   const [html, css, app] = await Promise.all([
     readFile(here('./index.html'), 'utf8'),
     readFile(here('./style.css'), 'utf8'),
-    bundleApp(),
+    appCode(),
   ]);
   const assets = new Map([
     ['/', asset(html, 'text/html; charset=utf-8')],
     ['/dashboard/style.css', asset(css, 'text/css; charset=utf-8')],
-    ['/dashboard/app.js', asset(app.code, 'text/javascript; charset=utf-8')],
+    ['/dashboard/app.js', asset(app, 'text/javascript; charset=utf-8')],
   ]);
-  return { assets, bundleMs: app.ms };
+  return { assets, ms: performance.now() - started };
 }
 
-// One build per process, shared by every server in it: the files are the same for all. Built on
-// first use, so processes that never show the page never pay for the bundle; a failed build is
-// retried on the next use rather than cached.
-let built: Promise<{ assets: Map<string, Asset>; bundleMs: number }> | undefined;
+// One load per process, shared by every server in it: the files are the same for all. Loaded on
+// first use, so processes that never show the page never pay for it; a failure is retried on the
+// next use rather than cached.
+let built: Promise<{ assets: Map<string, Asset>; ms: number }> | undefined;
 
-function assetsBuilt(): Promise<{ assets: Map<string, Asset>; bundleMs: number }> {
+function assetsBuilt(): Promise<{ assets: Map<string, Asset>; ms: number }> {
   built ??= loadAssets().catch((error: unknown) => {
     built = undefined;
-    throw new Error('dashboard assets could not be built', { cause: error });
+    throw new Error('dashboard assets could not be loaded', { cause: error });
   });
   return built;
 }
 
 /**
- * Builds the assets now instead of on the first request, which otherwise waits for esbuild (1.8–2.3 s
- * cold against 0.2–0.4 s warm, loaded 2-core machine). Resolves with the bundle's build time.
+ * Loads the assets now instead of on the first request, which in a checkout otherwise waits for
+ * esbuild (about 2 s cold on a loaded 2-core machine). Resolves with the milliseconds it took.
  */
 export async function dashboardWarm(): Promise<number> {
-  return (await assetsBuilt()).bundleMs;
+  return (await assetsBuilt()).ms;
 }
 
 /** Registers `/`, `/dashboard/app.js` and `/dashboard/style.css`; a RouteModule for src/api/routes/index.ts. */

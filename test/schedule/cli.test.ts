@@ -1,14 +1,12 @@
-/** `tidemark next` and `tidemark explain`, run as the installed binary is. */
+/** `tidemark next` and `tidemark explain`, run as a process as a user runs them. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
-
-const BIN = fileURLToPath(new URL('../../bin/tidemark.js', import.meta.url));
+import { CLI } from '../support/processes.ts';
 
 function run(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [BIN, ...args], (error, stdout, stderr) => {
+    execFile(process.execPath, [...CLI, ...args], (error, stdout, stderr) => {
       resolve({ code: error === null ? 0 : typeof error.code === 'number' ? error.code : 1, stdout, stderr });
     });
   });

@@ -1,5 +1,5 @@
 /**
- * Real Tidemark processes for failure tests: spawn `bin/tidemark.js` as a child, wait for what it
+ * Real Tidemark processes for failure tests: spawn the CLI (its sources, through tsx) as a child, wait for what it
  * prints, kill it (SIGKILL by default). Every child still running when the file's tests end is killed.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -7,7 +7,12 @@ import { existsSync } from 'node:fs';
 import { after } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
-export const BIN = fileURLToPath(new URL('../../bin/tidemark.js', import.meta.url));
+/** Node arguments that run the `tidemark` command from this checkout's sources, from any folder. */
+export const CLI = [
+  '--import',
+  import.meta.resolve('tsx'),
+  fileURLToPath(new URL('../../src/cli/bin.ts', import.meta.url)),
+];
 
 export interface SpawnOptions {
   env?: Record<string, string | undefined>;
@@ -37,7 +42,7 @@ export class TidemarkProcess {
       else env[k] = v;
     }
     if (options.faketime !== undefined) Object.assign(env, fakeTimeEnv(options.faketime));
-    this.child = spawn(process.execPath, [BIN, ...args], {
+    this.child = spawn(process.execPath, [...CLI, ...args], {
       env,
       cwd: options.cwd,
       uid: options.uid,
