@@ -7,7 +7,11 @@
  * is measured on this machine rather than on this machine running eight other test files.
  *
  * PostgreSQL is DATABASE_URL when set (its role needs CREATEDB); otherwise an embedded server in a
- * temporary folder, tuned for throwaway data (no fsync), stopped and deleted at the end.
+ * temporary folder, tuned for throwaway data (no fsync), stopped and deleted at the end. The other
+ * tools the tests drive (faketime, Chromium) are installed first where missing (test-tools.ts).
+ *
+ * No run can hang: each test has a time limit, a file's process exits once its tests are done even
+ * if a handle is left open, and the whole run is ended past RUN_LIMIT_MS with the files it was in.
  */
 import { spawn } from 'node:child_process';
 import { chmod, mkdtemp, readdir, rm } from 'node:fs/promises';
@@ -18,6 +22,7 @@ import { databaseCreate, databaseDrop, databaseListByPrefix, databaseUrl } from 
 import { DEFAULT_EMBEDDED_PORT, startEmbedded, type EmbeddedServer } from '../src/store/embedded.ts';
 import { migrate } from '../src/store/migrate.ts';
 import { createPool } from '../src/store/pool.ts';
+import { testToolsProvision } from './test-tools.ts';
 
 const PREFIX = 'tmt_';
 // A run killed midway leaves its databases behind; the next run drops those older than this.
@@ -40,18 +45,46 @@ async function dropStale(adminUrl: string, nowS: number): Promise<void> {
 }
 
 const ALONE = '.alone.test.ts';
+// The longest test waits up to 3 minutes for an embedded server's first start on a loaded machine.
+const TEST_LIMIT_MS = 5 * 60_000;
+// CI allows 90 minutes for everything; a whole run takes about 5.
+const RUN_LIMIT_MS = 40 * 60_000;
 
 function runNodeTests(files: string[], env: NodeJS.ProcessEnv, concurrency: string): Promise<number> {
   const child = spawn(
     process.execPath,
-    ['--import', 'tsx', '--test', `--test-concurrency=${concurrency}`, '--test-reporter=spec', ...files],
+    [
+      '--import',
+      'tsx',
+      '--test',
+      `--test-concurrency=${concurrency}`,
+      `--test-timeout=${TEST_LIMIT_MS}`,
+      '--test-force-exit',
+      '--test-reporter=spec',
+      ...files,
+    ],
     { stdio: 'inherit', env },
   );
-  return new Promise((done) => child.on('exit', (code, signal) => done(code ?? (signal === null ? 1 : 128))));
+  const limit = setTimeout(() => {
+    process.stderr.write(`test: the run passed ${RUN_LIMIT_MS / 60_000} minutes; stopping it\n`);
+    child.kill('SIGKILL');
+  }, RUN_LIMIT_MS);
+  return new Promise((done) =>
+    child.on('exit', (code, signal) => {
+      clearTimeout(limit);
+      done(code ?? (signal === null ? 1 : 128));
+    }),
+  );
 }
 
 async function main(): Promise<number> {
   const files = await testFiles(process.argv.slice(2));
+  try {
+    testToolsProvision((line) => process.stderr.write(`${line}\n`));
+  } catch (error) {
+    process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n`);
+    return 1;
+  }
   const nowS = Math.floor(Date.now() / 1000);
   const runId = `${PREFIX}${nowS}_${randomBytes(3).toString('hex')}`;
   let embedded: EmbeddedServer | undefined;

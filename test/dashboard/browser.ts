@@ -1,9 +1,10 @@
 /**
- * Headless Chromium (Debian's package, installed by scripts/install-browser.sh) driven by
+ * Headless Chromium (Debian's package, installed by npm test: scripts/test-tools.ts) driven by
  * playwright-core, one browser per test file and a fresh context per test, so each test signs in
  * with an empty sessionStorage. Every page's console errors and uncaught exceptions are collected
  * so tests can assert there were none.
  */
+import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { after } from 'node:test';
 import { chromium, type Browser, type ConsoleMessage, type Page } from 'playwright-core';
@@ -16,6 +17,11 @@ export const VIEWPORT = { width: 1366, height: 768 };
 let browser: Promise<Browser> | undefined;
 
 function launch(): Promise<Browser> {
+  if (!existsSync(CHROMIUM)) {
+    throw new Error(
+      `no Chromium at ${CHROMIUM}: install it with 'sudo apt-get install -y chromium' (npm test does so itself as root)`,
+    );
+  }
   browser ??= chromium.launch({
     executablePath: CHROMIUM,
     args: [
@@ -32,8 +38,10 @@ function launch(): Promise<Browser> {
   return browser;
 }
 
+// A launch that failed must not fail this hook too: the file's other hooks (its API server, its
+// database pool) still have to close, or the file's process never exits.
 after(async () => {
-  if (browser !== undefined) await (await browser).close();
+  await (await browser?.catch(() => undefined))?.close();
 });
 
 export interface ConsoleProblem {
