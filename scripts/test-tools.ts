@@ -38,7 +38,7 @@ export function testToolsProvision(log: (line: string) => void): void {
   const what = missing.map((tool) => `${tool.package} (${tool.for})`).join(', ');
   if (process.getuid?.() !== 0 || !onPath('apt-get')) {
     throw new Error(
-      `npm test needs ${what}, not installed here. Install with:\n  sudo apt-get install -y ${packages.join(" ")}`,
+      `npm test needs ${what}, not installed here. Install with:\n  sudo apt-get install -y ${packages.join(' ')}`,
     );
   }
   log(`test: installing ${what} with apt-get`);
