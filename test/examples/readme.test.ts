@@ -1,6 +1,10 @@
-// The README's TypeScript example, run as written against a real database.
+// The README's TypeScript examples, run as written against a real database.
 import assert from 'node:assert/strict';
-import { test } from 'node:test';
+import { mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, test } from 'node:test';
+import { handlersLoad } from '../../src/cli/handlers-module.ts';
 import { Client } from '../../src/index.ts';
 import { formatLocal } from '../../src/schedule/index.ts';
 import { createTestDatabase } from '../support/db.ts';
@@ -34,4 +38,24 @@ test("the README's client example registers a schedule and enqueues a job, once 
     "SELECT count(*)::int AS n FROM jobs WHERE queue = 'emails'",
   );
   assert.equal(rows[0]?.n, 1);
+});
+
+test("the README's handlers module loads as --handlers loads it, and its handler runs", async () => {
+  const readme = await readFile(new URL('../../README.md', import.meta.url), 'utf8');
+  const source = /```ts\n\/\/ handlers\.ts\n([\s\S]*?)```/.exec(readme)?.[1];
+  assert.ok(source !== undefined, 'the README has a handlers.ts example');
+  const dir = await mkdtemp(join(tmpdir(), 'tidemark-readme-'));
+  after(() => rm(dir, { recursive: true, force: true }));
+  // A TypeScript project has tsx (Node 20 needs it for .ts handlers; README says so).
+  await symlink(new URL('../../node_modules', import.meta.url).pathname, join(dir, 'node_modules'));
+  await writeFile(join(dir, 'handlers.ts'), source);
+  const { welcome } = await handlersLoad(join(dir, 'handlers.ts'));
+  assert.ok(welcome !== undefined);
+  const beats: unknown[] = [];
+  const ctx = {
+    payload: { to: 'a@example.com' },
+    heartbeat: (p?: unknown) => Promise.resolve(void beats.push(p)),
+  };
+  assert.deepEqual(await welcome(ctx as unknown as Parameters<typeof welcome>[0]), { sent: 'a@example.com' });
+  assert.deepEqual(beats, [{ step: 'rendering' }]);
 });
