@@ -20,6 +20,7 @@ const commands: Record<string, () => Promise<Command>> = {
   dlq: async () => (await import('./http/dlq.ts')).command,
   workflow: async () => (await import('./http/workflow.ts')).command,
   token: async () => (await import('./http/token.ts')).command,
+  tenant: async () => (await import('./http/tenant.ts')).command,
   next: async () => (await import('./next.ts')).command,
   explain: async () => (await import('./explain.ts')).command,
   worker: async () => (await import('./worker.ts')).command,

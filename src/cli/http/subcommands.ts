@@ -6,23 +6,44 @@ import { apiClient, CONNECTION_OPTIONS, type ApiClient } from './api-client.ts';
 
 type Options = NonNullable<ParseArgsConfig['options']>;
 
-export interface Sub {
+export interface Sub<B = ApiClient> {
   usage: string;
   options?: Options;
   run(
-    api: ApiClient,
+    backend: B,
     positionals: string[],
     values: Record<string, string | boolean | undefined>,
   ): Promise<number>;
 }
 
-export function subcommands(name: string, summary: string, subs: Record<string, Sub>): Command {
+/** What a command acts through: the API client by default; `close` is called when it is done. */
+export interface Connect<B> {
+  open(values: { url?: string; token?: string }): B;
+  close?(backend: B): Promise<void>;
+  note?: string;
+}
+
+const API: Connect<ApiClient> = { open: apiClient };
+
+export function subcommands(name: string, summary: string, subs: Record<string, Sub>): Command;
+export function subcommands<B>(
+  name: string,
+  summary: string,
+  subs: Record<string, Sub<B>>,
+  connect: Connect<B>,
+): Command;
+export function subcommands<B>(
+  name: string,
+  summary: string,
+  subs: Record<string, Sub<B>>,
+  connect: Connect<B> = API as unknown as Connect<B>,
+): Command {
   const help = (): string =>
     `usage: tidemark ${name} <${Object.keys(subs).join('|')}> … [--url URL] [--token T] [--json]\n\n` +
     Object.values(subs)
       .map((s) => `  tidemark ${name} ${s.usage}`)
       .join('\n') +
-    `\n\n--url defaults to TIDEMARK_URL (else http://127.0.0.1:8787), --token to TIDEMARK_TOKEN.\n`;
+    `\n\n${connect.note ?? '--url defaults to TIDEMARK_URL (else http://127.0.0.1:8787), --token to TIDEMARK_TOKEN.'}\n`;
   return {
     summary,
     async run(args) {
@@ -42,7 +63,12 @@ export function subcommands(name: string, summary: string, subs: Record<string, 
         process.stdout.write(`usage: tidemark ${name} ${sub.usage}\n`);
         return 0;
       }
-      return sub.run(apiClient(values), positionals, values);
+      const backend = connect.open(values);
+      try {
+        return await sub.run(backend, positionals, values);
+      } finally {
+        await connect.close?.(backend);
+      }
     },
   };
 }
