@@ -16,6 +16,7 @@ import { authHook } from './auth.ts';
 import { ApiError, handleError } from './errors.ts';
 import { createApiMetrics, type ApiMetrics } from './metrics.ts';
 import { RateLimiter } from './rate-limit.ts';
+import { useJsonBodyParser } from './json-body.ts';
 import { ErrorBody } from './schemas.ts';
 import { validatorCompiler } from './validation.ts';
 import { healthRoutes } from './routes/health.ts';
@@ -62,6 +63,7 @@ export async function createApiServer(options: ApiServerOptions): Promise<ApiSer
     // that silently drops undeclared properties would turn a schema slip into lost data.
     ajv: { customOptions: { strict: false } },
   });
+  useJsonBodyParser(app);
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(() => (data) => JSON.stringify(data));
   app.setErrorHandler(handleError);
