@@ -287,6 +287,7 @@ export function scheduleRoutes(app: Api, deps: RouteDeps): void {
     '/v1/schedules',
     {
       schema: {
+        operationId: 'createSchedule',
         summary: 'Register a schedule',
         tags: ['schedules'],
         body: CreateBody,
@@ -318,6 +319,7 @@ export function scheduleRoutes(app: Api, deps: RouteDeps): void {
     '/v1/schedules',
     {
       schema: {
+        operationId: 'listSchedules',
         summary: "List a tenant's schedules by name",
         tags: ['schedules'],
         querystring: Type.Object(
@@ -358,6 +360,7 @@ export function scheduleRoutes(app: Api, deps: RouteDeps): void {
     '/v1/schedules/:id',
     {
       schema: {
+        operationId: 'getSchedule',
         summary: 'Show a schedule',
         tags: ['schedules'],
         params: IdParams,
@@ -371,6 +374,7 @@ export function scheduleRoutes(app: Api, deps: RouteDeps): void {
     '/v1/schedules/:id',
     {
       schema: {
+        operationId: 'updateSchedule',
         summary: 'Edit a schedule (fields left out keep their value); bumps its version',
         tags: ['schedules'],
         params: IdParams,
@@ -409,6 +413,7 @@ export function scheduleRoutes(app: Api, deps: RouteDeps): void {
     '/v1/schedules/:id',
     {
       schema: {
+        operationId: 'deleteSchedule',
         summary: 'Delete a schedule and its ledger',
         tags: ['schedules'],
         params: IdParams,
@@ -427,6 +432,7 @@ export function scheduleRoutes(app: Api, deps: RouteDeps): void {
       `/v1/schedules/:id/${action}`,
       {
         schema: {
+          operationId: `${action}Schedule`,
           summary:
             action === 'pause' ? 'Pause a schedule' : 'Resume a schedule from now (the pause is not made up)',
           tags: ['schedules'],
@@ -445,6 +451,7 @@ export function scheduleRoutes(app: Api, deps: RouteDeps): void {
     '/v1/schedules/:id/trigger',
     {
       schema: {
+        operationId: 'triggerSchedule',
         summary: "Run the schedule's target now, through the same path as a scheduled occurrence",
         tags: ['schedules'],
         params: IdParams,
@@ -464,6 +471,7 @@ export function scheduleRoutes(app: Api, deps: RouteDeps): void {
     '/v1/schedules/:id/occurrences',
     {
       schema: {
+        operationId: 'listScheduleOccurrences',
         summary: 'The occurrence ledger, newest first: fire time, state, lateness, job',
         tags: ['schedules'],
         params: IdParams,
