@@ -1,6 +1,7 @@
 /**
  * What the test suite needs besides Node and PostgreSQL: Debian's `faketime` (the clock failure
- * tests move a process's clock) and `chromium` (the dashboard's browser tests). `npm test` installs
+ * tests move a process's clock), `chromium` (the dashboard's browser tests) and `prometheus` (its
+ * promtool checks /metrics and the example alert rules). `npm test` installs
  * the missing ones where it can (root with apt-get), as it starts PostgreSQL where none is given;
  * anywhere else it stops at once with the one command that installs them.
  */
@@ -28,6 +29,11 @@ function onPath(command: string): boolean {
 const TOOLS: Tool[] = [
   { package: 'faketime', for: 'clock failure tests', present: () => onPath('faketime') },
   { package: 'chromium', for: 'dashboard browser tests', present: () => existsSync('/usr/bin/chromium') },
+  {
+    package: 'prometheus',
+    for: 'promtool, which checks /metrics and the alert rules',
+    present: () => onPath('promtool'),
+  },
 ];
 
 /** Installs what is missing, or throws a message naming it and the command that installs it. */

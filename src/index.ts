@@ -5,6 +5,7 @@ export {
   ScheduleClient,
   ScheduleInputError,
   ScheduleNotFoundError,
+  ScheduleVersionConflictError,
   type Occurrence,
   type Schedule,
   type ScheduleInput,

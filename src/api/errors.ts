@@ -1,7 +1,9 @@
 /**
- * The API's few error shapes. Every error leaves as `{ error: { code, message, fields?, requestId } }`;
- * anything not recognised here is logged with its request id and answered as a bare 500, never with
- * its message or stack, which may name tables, hosts or values from another tenant.
+ * The API's one error shape: every error leaves as
+ * `{ error: { code, message, fields?, currentVersion?, requestId } }`, `code` one of ERROR_CODES
+ * (listed in docs/api.md). Anything not recognised here is logged with its request id and answered as
+ * a bare 500, never with its message or stack, which may name tables, hosts or values from another
+ * tenant.
  */
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 
@@ -11,17 +13,36 @@ export interface FieldError {
   reason: string;
 }
 
+/** Every `error.code` the API answers with; clients may switch on these. */
+export const ERROR_CODES = {
+  invalid_request: 400,
+  unauthorized: 401,
+  forbidden: 403,
+  not_found: 404,
+  conflict: 409,
+  version_conflict: 409,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  rate_limited: 429,
+  client_error: 400,
+  internal: 500,
+  unavailable: 503,
+} as const;
+export type ErrorCode = keyof typeof ERROR_CODES;
+
 export class ApiError extends Error {
   override name = 'ApiError';
   constructor(
     readonly status: number,
-    readonly code: string,
+    readonly code: ErrorCode,
     message: string,
     readonly fields?: FieldError[],
-    options?: ErrorOptions,
+    options?: ErrorOptions & { currentVersion?: number },
   ) {
     super(message, options);
+    this.currentVersion = options?.currentVersion;
   }
+  readonly currentVersion: number | undefined;
 }
 
 export function notFound(what: string): ApiError {
@@ -42,6 +63,11 @@ export function conflict(message: string): ApiError {
   return new ApiError(409, 'conflict', message);
 }
 
+/** A write made against a version that is no longer current; the body carries the current one. */
+export function versionConflict(message: string, currentVersion: number, options?: ErrorOptions): ApiError {
+  return new ApiError(409, 'version_conflict', message, undefined, { ...options, currentVersion });
+}
+
 /** A validation failure from the schema compiler (see validation.ts), before the handler runs. */
 export class ValidationFailure extends Error {
   override name = 'ValidationFailure';
@@ -52,7 +78,7 @@ export class ValidationFailure extends Error {
 
 // Fastify's own client errors (bad JSON, wrong content type, body too large, …) carry a 4xx status
 // and a message written for clients; those pass through with a stable code.
-const FASTIFY_CODES: Record<string, string> = {
+const FASTIFY_CODES: Record<string, ErrorCode> = {
   FST_ERR_CTP_BODY_TOO_LARGE: 'payload_too_large',
   FST_ERR_CTP_INVALID_MEDIA_TYPE: 'unsupported_media_type',
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'invalid_request',
@@ -64,7 +90,13 @@ export function handleError(error: FastifyError, request: FastifyRequest, reply:
   const requestId = request.id;
   if (error instanceof ApiError) {
     void reply.status(error.status).send({
-      error: { code: error.code, message: error.message, fields: error.fields, requestId },
+      error: {
+        code: error.code,
+        message: error.message,
+        fields: error.fields,
+        currentVersion: error.currentVersion,
+        requestId,
+      },
     });
     return;
   }

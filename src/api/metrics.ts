@@ -79,8 +79,8 @@ export function createApiMetrics(pool: Pool): ApiMetrics {
     registers: [registry],
   });
 
-  const lagHistogram = new Histogram({
-    name: 'tidemark_schedule_lag_histogram_seconds',
+  const occurrenceLag = new Histogram({
+    name: 'tidemark_occurrence_lag_seconds',
     help: 'How late each scheduled occurrence was materialised (materialised_at - fire_at), from the ledger',
     buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
     registers: [registry],
@@ -96,7 +96,7 @@ export function createApiMetrics(pool: Pool): ApiMetrics {
     }
     for (let page = 0; page < LEDGER_PAGES_PER_SCRAPE; page++) {
       const rows = await occurrenceLagSince(pool, ledgerCursor, LEDGER_PAGE);
-      for (const row of rows) lagHistogram.observe(row.lagSeconds);
+      for (const row of rows) occurrenceLag.observe(row.lagSeconds);
       ledgerCursor = rows.at(-1)?.id ?? ledgerCursor;
       if (rows.length < LEDGER_PAGE) return;
     }

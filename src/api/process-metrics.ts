@@ -4,10 +4,11 @@
  * them beside the API (`tidemark dev`, or an application embedding both) hands them over with
  * `exportSchedulerMetrics` / `exportWorkerMetrics`; each returns a function that withdraws them.
  *
- * Their latencies are kept as rings of recent samples, so they are exported as quantiles (p50, p99,
- * max over the window), not as Prometheus histograms.
+ * Latencies are Prometheus histograms (cumulative buckets counted since the process started), so
+ * they aggregate across processes with histogram_quantile; counts are counters (`_total`).
  */
-import { Gauge, type Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import { LATENCY_BOUNDS_S, type HistogramCounts } from '../histogram.ts';
 import type { SchedulerMetricsSnapshot } from '../scheduler/metrics.ts';
 import type { QueueMetrics } from '../worker/metrics.ts';
 
@@ -24,26 +25,89 @@ export function exportWorkerMetrics(source: { metrics(): QueueMetrics[] }): () =
   return () => workers.delete(source);
 }
 
-type Quantiles = { p50: number | null; p99: number | null; max: number | null };
+type Labelled = { labels: Record<string, string>; counts: HistogramCounts };
 
-function setQuantiles(g: Gauge<string>, labels: Record<string, string>, q: Quantiles): void {
-  for (const [quantile, value] of [
-    ['0.5', q.p50],
-    ['0.99', q.p99],
-    ['1', q.max],
-  ] as const) {
-    if (value !== null) g.set({ ...labels, quantile }, value / 1000);
+interface ExportedValue {
+  metricName: string;
+  labels: Record<string, string | number>;
+  sharedLabels: Record<string, string>;
+  value: number;
+}
+
+/**
+ * A histogram whose buckets are counted elsewhere (the scheduler's and workers' BucketCounters) and
+ * read at scrape time; sources with the same labels are summed. prom-client's registry renders a
+ * metric through `getForPromString` (its `get` goes through it too), so that is what this replaces.
+ */
+class SnapshotHistogram extends Histogram<string> {
+  readonly #name: string;
+  readonly #help: string;
+  readonly #read: () => Labelled[];
+
+  constructor(registry: Registry, name: string, help: string, labelNames: string[], read: () => Labelled[]) {
+    super({ name, help, labelNames, buckets: [...LATENCY_BOUNDS_S], registers: [registry] });
+    this.#name = name;
+    this.#help = help;
+    this.#read = read;
+  }
+
+  getForPromString(): Promise<{
+    name: string;
+    help: string;
+    type: 'histogram';
+    aggregator: 'sum';
+    values: ExportedValue[];
+  }> {
+    const merged = new Map<string, Labelled>();
+    for (const item of this.#read()) {
+      const key = JSON.stringify(item.labels);
+      const seen = merged.get(key);
+      if (seen === undefined) {
+        merged.set(key, {
+          labels: item.labels,
+          counts: { ...item.counts, cumulative: [...item.counts.cumulative] },
+        });
+        continue;
+      }
+      seen.counts.sum += item.counts.sum;
+      seen.counts.count += item.counts.count;
+      item.counts.cumulative.forEach(
+        (n, i) => (seen.counts.cumulative[i] = (seen.counts.cumulative[i] ?? 0) + n),
+      );
+    }
+    const values: ExportedValue[] = [];
+    const bucket = `${this.#name}_bucket`;
+    for (const { labels, counts } of merged.values()) {
+      counts.bounds.forEach((le, i) =>
+        values.push({
+          metricName: bucket,
+          labels: { ...labels, le },
+          sharedLabels: {},
+          value: counts.cumulative[i] ?? 0,
+        }),
+      );
+      values.push({
+        metricName: bucket,
+        labels: { ...labels, le: '+Inf' },
+        sharedLabels: {},
+        value: counts.count,
+      });
+      values.push({ metricName: `${this.#name}_sum`, labels, sharedLabels: {}, value: counts.sum });
+      values.push({ metricName: `${this.#name}_count`, labels, sharedLabels: {}, value: counts.count });
+    }
+    return Promise.resolve({
+      name: this.#name,
+      help: this.#help,
+      type: 'histogram',
+      aggregator: 'sum',
+      values,
+    });
   }
 }
 
-/** Registers gauges that read every exported source at scrape time. */
+/** Registers metrics that read every exported source at scrape time. */
 export function registerProcessMetrics(registry: Registry): void {
-  const gauge = (
-    name: string,
-    help: string,
-    labelNames: string[],
-    collect: (g: Gauge<string>) => void,
-  ): void => {
+  const gauge = (name: string, help: string, labelNames: string[], collect: (g: Gauge<string>) => void) =>
     new Gauge({
       name,
       help,
@@ -54,70 +118,73 @@ export function registerProcessMetrics(registry: Registry): void {
         collect(this);
       },
     });
-  };
+  // The sources count from their start; the counter shows their current totals.
+  const counter = (name: string, help: string, labelNames: string[], collect: (c: Counter<string>) => void) =>
+    new Counter({
+      name,
+      help,
+      labelNames,
+      registers: [registry],
+      collect() {
+        this.reset();
+        collect(this);
+      },
+    });
+  const schedulerSnapshots = () => [...schedulers].map((s) => s.snapshot());
+  const queueMetrics = () => [...workers].flatMap((w) => w.metrics());
+
   gauge('tidemark_scheduler_leader', "1 while this process's scheduler leads", [], (g) => {
-    for (const s of schedulers) g.set(s.snapshot().role === 'leader' ? 1 : 0);
+    for (const s of schedulerSnapshots()) g.set(s.role === 'leader' ? 1 : 0);
   });
   gauge('tidemark_scheduler_epoch', "Lease epoch this process's scheduler leads under", [], (g) => {
-    for (const s of schedulers) {
-      const { epoch } = s.snapshot();
-      if (epoch !== null) g.set(epoch);
-    }
+    for (const s of schedulerSnapshots()) if (s.epoch !== null) g.set(s.epoch);
   });
-  gauge(
+  new SnapshotHistogram(
+    registry,
     'tidemark_scheduler_tick_duration_seconds',
-    'Scheduler tick duration over recent ticks',
-    ['quantile'],
-    (g) => {
-      for (const s of schedulers) setQuantiles(g, {}, s.snapshot().tickMs);
-    },
+    'Scheduler tick duration',
+    [],
+    () => schedulerSnapshots().map((s) => ({ labels: {}, counts: s.tickSeconds })),
   );
-  gauge(
+  new SnapshotHistogram(
+    registry,
     'tidemark_scheduler_occurrence_lag_seconds',
-    'Materialised time minus fire time, recent occurrences',
-    ['quantile'],
-    (g) => {
-      for (const s of schedulers) setQuantiles(g, {}, s.snapshot().lagMs);
-    },
+    'Materialised time minus fire time of each occurrence this process enqueued',
+    [],
+    () => schedulerSnapshots().map((s) => ({ labels: {}, counts: s.lagSeconds })),
   );
-  gauge(
-    'tidemark_scheduler_occurrences',
-    'Occurrence rows this process has written (counter)',
+  counter(
+    'tidemark_scheduler_occurrences_total',
+    'Occurrence rows this process wrote (written), found already written (conflict) or dropped as stale',
     ['kind'],
-    (g) => {
-      for (const s of schedulers) {
-        const snap = s.snapshot();
-        g.set({ kind: 'written' }, snap.occurrences);
-        g.set({ kind: 'conflict' }, snap.conflicts);
-        g.set({ kind: 'stale' }, snap.stale);
+    (c) => {
+      for (const snap of schedulerSnapshots()) {
+        c.inc({ kind: 'written' }, snap.occurrences);
+        c.inc({ kind: 'conflict' }, snap.conflicts);
+        c.inc({ kind: 'stale' }, snap.stale);
       }
     },
   );
-  gauge(
+  new SnapshotHistogram(
+    registry,
     'tidemark_worker_claim_latency_seconds',
-    'Claim statement latency, recent claims',
-    ['queue', 'quantile'],
-    (g) => {
-      for (const w of workers)
-        for (const q of w.metrics()) setQuantiles(g, { queue: q.queue }, q.claimLatencyMs);
-    },
+    'Claim statement latency, per queue',
+    ['queue'],
+    () => queueMetrics().map((q) => ({ labels: { queue: q.queue }, counts: q.claimLatencyMs.seconds })),
   );
-  gauge(
+  new SnapshotHistogram(
+    registry,
     'tidemark_worker_start_lag_seconds',
-    'Start time minus run-at time, recent jobs',
-    ['queue', 'quantile'],
-    (g) => {
-      for (const w of workers) for (const q of w.metrics()) setQuantiles(g, { queue: q.queue }, q.startLagMs);
-    },
+    'Start time minus run-at time of each job this process started, per queue',
+    ['queue'],
+    () => queueMetrics().map((q) => ({ labels: { queue: q.queue }, counts: q.startLagMs.seconds })),
   );
   gauge('tidemark_worker_running', 'Jobs running in this process', ['queue'], (g) => {
-    for (const w of workers) for (const q of w.metrics()) g.inc({ queue: q.queue }, q.running);
+    for (const q of queueMetrics()) g.inc({ queue: q.queue }, q.running);
   });
-  gauge('tidemark_job_outcomes', 'Attempt outcomes in this process (counter)', ['queue', 'outcome'], (g) => {
-    for (const w of workers) {
-      for (const q of w.metrics()) {
-        for (const [outcome, n] of Object.entries(q.outcomes)) g.inc({ queue: q.queue, outcome }, n);
-      }
+  counter('tidemark_job_outcomes_total', 'Attempt outcomes in this process', ['queue', 'outcome'], (c) => {
+    for (const q of queueMetrics()) {
+      for (const [outcome, n] of Object.entries(q.outcomes)) c.inc({ queue: q.queue, outcome }, n);
     }
   });
 }

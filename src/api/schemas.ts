@@ -29,9 +29,16 @@ export const JobId = Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER
 export const ErrorBody = Type.Object(
   {
     error: Type.Object({
-      code: Type.String(),
+      code: Type.String({ description: 'stable: one of the codes listed in docs/api.md' }),
       message: Type.String(),
-      fields: Type.Optional(Type.Array(Type.Object({ field: Type.String(), reason: Type.String() }))),
+      fields: Type.Optional(
+        Type.Array(Type.Object({ field: Type.String(), reason: Type.String() }), {
+          description: 'each bad value (`body.spec`, `query.limit`, `params.id`) and why',
+        }),
+      ),
+      currentVersion: Type.Optional(
+        Type.Integer({ description: 'version_conflict only: the version the resource is at now' }),
+      ),
       requestId: Type.String(),
     }),
   },

@@ -16,6 +16,8 @@ import { authHook } from './auth.ts';
 import { ApiError, handleError } from './errors.ts';
 import { createApiMetrics, type ApiMetrics } from './metrics.ts';
 import { RateLimiter } from './rate-limit.ts';
+import { useJsonBodyParser } from './json-body.ts';
+import { openApiDocuments } from './openapi.ts';
 import { ErrorBody } from './schemas.ts';
 import { validatorCompiler } from './validation.ts';
 import { healthRoutes } from './routes/health.ts';
@@ -30,6 +32,11 @@ export interface ApiServerOptions {
   bodyLimit?: number;
   /** Requests per second for tokens without their own rate; bursts of twice this. Default 100. */
   defaultRatePerS?: number;
+  /**
+   * The URL clients reach this API at (behind a proxy), given as `servers` in /openapi.json.
+   * Default: the scheme and host each request of /openapi.json came in on.
+   */
+  publicUrl?: string;
 }
 
 export interface ApiServer {
@@ -62,6 +69,7 @@ export async function createApiServer(options: ApiServerOptions): Promise<ApiSer
     // that silently drops undeclared properties would turn a schema slip into lost data.
     ajv: { customOptions: { strict: false } },
   });
+  useJsonBodyParser(app);
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(() => (data) => JSON.stringify(data));
   app.setErrorHandler(handleError);
@@ -93,6 +101,7 @@ export async function createApiServer(options: ApiServerOptions): Promise<ApiSer
       info: {
         title: 'Tidemark API',
         version: '1',
+        license: { name: 'MIT', url: 'https://opensource.org/licenses/MIT' },
         description:
           "Schedules, jobs, dead letter, workflows, worker pull and administration. Every /v1 route needs `Authorization: Bearer <token>`; a tenant token sees only its own tenant, and another tenant's resource answers 404 exactly as a missing one.",
       },
@@ -105,9 +114,10 @@ export async function createApiServer(options: ApiServerOptions): Promise<ApiSer
     },
   });
 
+  const openApiDocument = openApiDocuments(app, options.publicUrl);
   const client = new Client({ pool: options.pool, clock });
   const deps: RouteDeps = { pool: options.pool, clock, client, limiter };
-  healthRoutes(app, { pool: options.pool, metrics });
+  healthRoutes(app, { pool: options.pool, metrics, openApiDocument });
   adminRoutes(app, deps);
   for (const register of routeModules) register(app, deps);
 

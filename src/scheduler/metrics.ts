@@ -2,6 +2,8 @@
  * Scheduler metrics kept in process, for the API issue to export (Prometheus). Samples are kept in
  * fixed rings so a long-running leader uses constant memory; percentiles are over the last ring.
  */
+import { BucketCounter, type HistogramCounts } from '../histogram.ts';
+
 export const SchedulerRole = {
   starting: 'starting',
   standby: 'standby',
@@ -51,6 +53,9 @@ export interface SchedulerMetricsSnapshot {
   tickMs: { p50: number | null; p99: number | null; max: number };
   /** Materialised time − fire time, over the last 65,536 enqueued occurrences. */
   lagMs: { p50: number | null; p99: number | null; max: number };
+  /** Every tick and every occurrence since the process started, in seconds (Prometheus histograms). */
+  tickSeconds: HistogramCounts;
+  lagSeconds: HistogramCounts;
 }
 
 export class SchedulerMetrics {
@@ -65,6 +70,8 @@ export class SchedulerMetrics {
   lastTickOccurrences = 0;
   readonly #tick = new Ring(4096);
   readonly #lag = new Ring(65_536);
+  readonly #tickSeconds = new BucketCounter();
+  readonly #lagSeconds = new BucketCounter();
   #tickMax = 0;
   #lagMax = 0;
 
@@ -72,11 +79,13 @@ export class SchedulerMetrics {
     this.ticks++;
     this.lastTickOccurrences = occurrences;
     this.#tick.push(durationMs);
+    this.#tickSeconds.observe(durationMs / 1000);
     this.#tickMax = Math.max(this.#tickMax, durationMs);
   }
 
   recordLag(lagMs: number): void {
     this.#lag.push(lagMs);
+    this.#lagSeconds.observe(lagMs / 1000);
     this.#lagMax = Math.max(this.#lagMax, lagMs);
   }
 
@@ -93,6 +102,8 @@ export class SchedulerMetrics {
       lastTickOccurrences: this.lastTickOccurrences,
       tickMs: { p50: this.#tick.percentile(50), p99: this.#tick.percentile(99), max: this.#tickMax },
       lagMs: { p50: this.#lag.percentile(50), p99: this.#lag.percentile(99), max: this.#lagMax },
+      tickSeconds: this.#tickSeconds.snapshot(),
+      lagSeconds: this.#lagSeconds.snapshot(),
     };
   }
 }

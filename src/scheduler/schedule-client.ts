@@ -6,6 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import type { Clock } from '../clock.ts';
+import { jsonTextProblem, textProblem } from '../input.ts';
 import { SpecError, type CompiledSchedule } from '../schedule/index.ts';
 import { occurrenceListBySchedule, occurrenceMaterialise, type OccurrenceRow } from '../store/occurrences.ts';
 import { withTransaction, type Pool, type Queryable } from '../store/pool.ts';
@@ -38,6 +39,17 @@ export class ScheduleInputError extends Error {
 
 export class ScheduleNotFoundError extends Error {
   override name = 'ScheduleNotFoundError';
+}
+
+/** An edit made with `expectedVersion` found the schedule at another version: someone edited it first. */
+export class ScheduleVersionConflictError extends Error {
+  override name = 'ScheduleVersionConflictError';
+  constructor(
+    readonly currentVersion: number,
+    readonly expectedVersion: number,
+  ) {
+    super(`schedule is at version ${currentVersion}, not the expected ${expectedVersion}`);
+  }
 }
 
 export interface ScheduleInput {
@@ -114,10 +126,24 @@ function toFields(input: ScheduleInput, now: Date): ScheduleFields {
     throw new ScheduleInputError('target.kind', 'must be a non-empty string of at most 200 characters');
   }
   const payload = target.payload ?? {};
+  let payloadJson: string | undefined;
   try {
-    if (JSON.stringify(payload) === undefined) throw new TypeError('not representable in JSON');
+    payloadJson = JSON.stringify(payload);
+    if (payloadJson === undefined) throw new TypeError('not representable in JSON');
   } catch (error) {
     throw new ScheduleInputError('target.payload', 'must be JSON-serialisable', { cause: error });
+  }
+  const payloadProblem = jsonTextProblem(payloadJson);
+  if (payloadProblem !== undefined) throw new ScheduleInputError('target.payload', payloadProblem);
+  // Text PostgreSQL cannot store fails here, naming the field, not as an encoding error from the server.
+  for (const [field, value] of [
+    ['name', input.name],
+    ['spec', input.spec],
+    ['timeZone', input.timeZone],
+    ['target.kind', target.kind],
+  ] as const) {
+    const problem = typeof value === 'string' ? textProblem(value) : undefined;
+    if (problem !== undefined) throw new ScheduleInputError(field, problem);
   }
   const priority = target.priority ?? 0;
   if (!Number.isSafeInteger(priority) || Math.abs(priority) > 2 ** 31 - 1) {
@@ -262,7 +288,7 @@ export class ScheduleClient {
   /**
    * Applies `patch` on top of the stored schedule, bumps its version and recomputes the next fire
    * time (never earlier than an occurrence already decided on). With `expectedVersion`, fails with
-   * ScheduleInputError('version') if someone else edited it first.
+   * ScheduleVersionConflictError if someone else edited it first.
    */
   async update(
     id: string,
@@ -355,7 +381,7 @@ export class ScheduleClient {
       const current = await scheduleGetForUpdate(tx, id);
       if (current === null) throw new ScheduleNotFoundError(`schedule ${id} does not exist`);
       if (expectedVersion !== null && current.version !== expectedVersion) {
-        throw new ScheduleInputError('version', `is ${current.version}, expected ${expectedVersion}`);
+        throw new ScheduleVersionConflictError(current.version, expectedVersion);
       }
       const now = this.#clock.now();
       const fields = toFields(change(current), now);

@@ -3,15 +3,19 @@
  * from the database), running, claim latency, start lag (start − run_at, the database's clock) and
  * attempt outcomes. Latencies keep the most recent 1,024 samples, enough for a p99.
  */
+import { BucketCounter, type HistogramCounts } from '../histogram.ts';
 import type { AttemptOutcome } from '../store/jobs.ts';
 
 const WINDOW = 1024;
 
+/** Recent samples (ms) for quantiles, and every sample since start in a histogram (seconds). */
 class Window {
   readonly #samples: number[] = [];
+  readonly #histogram = new BucketCounter();
   #next = 0;
 
   add(value: number): void {
+    this.#histogram.observe(value / 1000);
     if (this.#samples.length < WINDOW) this.#samples.push(value);
     else this.#samples[this.#next] = value;
     this.#next = (this.#next + 1) % WINDOW;
@@ -23,7 +27,13 @@ class Window {
       sorted.length === 0
         ? null
         : (sorted[Math.min(sorted.length - 1, Math.ceil(p * sorted.length) - 1)] ?? null);
-    return { count: sorted.length, p50: at(0.5), p99: at(0.99), max: sorted.at(-1) ?? null };
+    return {
+      count: sorted.length,
+      p50: at(0.5),
+      p99: at(0.99),
+      max: sorted.at(-1) ?? null,
+      seconds: this.#histogram.snapshot(),
+    };
   }
 }
 
@@ -33,6 +43,8 @@ export interface LatencySummary {
   p50: number | null;
   p99: number | null;
   max: number | null;
+  /** Every sample since start, in seconds. */
+  seconds: HistogramCounts;
 }
 
 export interface QueueMetrics {

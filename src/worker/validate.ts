@@ -2,6 +2,7 @@
  * Checks enqueue input before anything is written; every error names the field and the reason, as
  * `jobs[3].queue: …` for a batch. Mirrors the schema's CHECKs so bad input never reaches SQL.
  */
+import { jsonTextProblem, textProblem } from '../input.ts';
 import type { JobInsert } from '../store/job-insert.ts';
 import { JobValidationError } from './errors.ts';
 
@@ -66,6 +67,8 @@ export function validateEnqueue(input: EnqueueInput, prefix: string): JobInsert 
       `must be a non-empty string of at most 200 characters, got ${JSON.stringify(input.kind)}`,
     );
   }
+  const kindProblem = textProblem(input.kind);
+  if (kindProblem !== undefined) fail(at(prefix, 'kind'), kindProblem);
   const tenantId = input.tenantId ?? 'default';
   if (typeof tenantId !== 'string' || !TENANT_RE.test(tenantId)) {
     fail(
@@ -83,6 +86,8 @@ export function validateEnqueue(input: EnqueueInput, prefix: string): JobInsert 
     throw new JobValidationError(`${at(prefix, 'payload')}: must be JSON-serialisable`, { cause: error });
   }
   if (payloadJson === undefined) fail(at(prefix, 'payload'), 'must be JSON-serialisable');
+  const payloadProblem = jsonTextProblem(payloadJson);
+  if (payloadProblem !== undefined) fail(at(prefix, 'payload'), payloadProblem);
   const priority = optionalInt(input.priority, prefix, 'priority', -INT32_MAX) ?? 0;
   let runAt: Date | null = null;
   if (input.runAt !== undefined) {
@@ -95,6 +100,8 @@ export function validateEnqueue(input: EnqueueInput, prefix: string): JobInsert 
   if (key !== null && (typeof key !== 'string' || key.length === 0 || key.length > 512)) {
     fail(at(prefix, 'idempotencyKey'), 'must be a non-empty string of at most 512 characters');
   }
+  const keyProblem = key === null ? undefined : textProblem(key);
+  if (keyProblem !== undefined) fail(at(prefix, 'idempotencyKey'), keyProblem);
   const backoffBaseMs = optionalInt(input.backoffBaseMs, prefix, 'backoffBaseMs', 0);
   const backoffMaxMs = optionalInt(input.backoffMaxMs, prefix, 'backoffMaxMs', 0);
   if (backoffBaseMs !== null && backoffMaxMs !== null && backoffMaxMs < backoffBaseMs) {

@@ -3,6 +3,7 @@
  * dependencies that name nodes of the same workflow, a size limit, and acyclicity with one cycle
  * named in order. Pure: no I/O, so it is tested on its own and costs one pass over the graph.
  */
+import { jsonTextProblem, textProblem } from '../input.ts';
 import { createHash } from 'node:crypto';
 import type { NodeChildren, WorkflowNodeInsert } from '../store/workflow-nodes.ts';
 
@@ -87,12 +88,14 @@ function fail(field: string, reason: string): never {
 }
 
 function isText(value: unknown, max = MAX_KEY_LENGTH): value is string {
-  return typeof value === 'string' && value.length > 0 && value.length <= max;
+  return (
+    typeof value === 'string' && value.length > 0 && value.length <= max && textProblem(value) === undefined
+  );
 }
 
 function textFail(field: string, value: unknown, max = MAX_KEY_LENGTH): never {
   if (typeof value !== 'string' || value.length === 0) fail(field, 'must be a non-empty string');
-  fail(field, `must be at most ${max} characters`);
+  fail(field, textProblem(value) ?? `must be at most ${max} characters`);
 }
 
 function text(value: unknown, field: string, max = MAX_KEY_LENGTH): string {
@@ -117,11 +120,14 @@ function positiveInt(value: unknown, i: number, name: string): number | null {
 
 function json(value: unknown, i: number, name: string): unknown {
   if (value === undefined) return {};
+  let text: string | undefined;
   try {
-    JSON.stringify(value);
+    text = JSON.stringify(value);
   } catch (error) {
     throw new WorkflowValidationError(nodeField(i, name), `must be JSON-serialisable`, { cause: error });
   }
+  const problem = text === undefined ? 'must be JSON-serialisable' : jsonTextProblem(text);
+  if (problem !== undefined) fail(nodeField(i, name), problem);
   return value;
 }
 

@@ -103,12 +103,17 @@ test('show, list, patch, pause, resume, trigger, history, delete', async () => {
   assert.equal(patched.status, 200, patched.text);
   assert.equal(patched.body.compiled.canonical, '0 3 * * *');
   assert.equal(patched.body.version, s.version + 1);
-  const stale = await api.call('PATCH', `/v1/schedules/${s.id}?expectedVersion=${s.version}`, {
-    token: api.tokens.acme,
-    body: { spec: '0 4 * * *' },
-  });
-  assert.equal(stale.status, 400);
-  assert.match(stale.text, /body\.version/);
+  const stale = await api.call<{ error: { code: string; currentVersion: number } }>(
+    'PATCH',
+    `/v1/schedules/${s.id}?expectedVersion=${s.version}`,
+    {
+      token: api.tokens.acme,
+      body: { spec: '0 4 * * *' },
+    },
+  );
+  assert.equal(stale.status, 409, stale.text);
+  assert.equal(stale.body.error.code, 'version_conflict');
+  assert.equal(stale.body.error.currentVersion, s.version + 1);
 
   assert.equal(
     (await api.call<Schedule>('POST', `/v1/schedules/${s.id}/pause`, { token: api.tokens.acme })).body.paused,

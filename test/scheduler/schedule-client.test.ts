@@ -1,7 +1,13 @@
 /** client.schedules, as a library user writes it. Every rejection is checked to have written nothing. */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { Client, FakeClock, ScheduleInputError, type ScheduleInput } from '../../src/index.ts';
+import {
+  Client,
+  FakeClock,
+  ScheduleInputError,
+  ScheduleVersionConflictError,
+  type ScheduleInput,
+} from '../../src/index.ts';
 import { createTestDatabase } from '../support/db.ts';
 
 const db = await createTestDatabase();
@@ -46,7 +52,7 @@ test('create stores the schedule with its next fire time in its zone; edits bump
   await assert.rejects(
     client.schedules.update(s.id, { jitterMs: 5 }, { expectedVersion: 1 }),
     (e: unknown) => {
-      return e instanceof ScheduleInputError && e.field === 'version';
+      return e instanceof ScheduleVersionConflictError && e.currentVersion === 4 && e.expectedVersion === 1;
     },
   );
   assert.equal((await client.schedules.get(s.id))?.version, 4);

@@ -82,6 +82,7 @@ export function adminRoutes(app: Api, deps: RouteDeps): void {
     '/v1/tokens',
     {
       schema: {
+        operationId: 'createToken',
         summary: 'Create an API token (shown once)',
         tags: ['admin'],
         body: Type.Object(
@@ -117,6 +118,7 @@ export function adminRoutes(app: Api, deps: RouteDeps): void {
     '/v1/tokens',
     {
       schema: {
+        operationId: 'listTokens',
         summary: 'List active tokens (never their secrets)',
         tags: ['admin'],
         querystring: Type.Object({ tenantId: Type.Optional(TenantId) }, { additionalProperties: false }),
@@ -134,6 +136,7 @@ export function adminRoutes(app: Api, deps: RouteDeps): void {
     '/v1/tokens/:id',
     {
       schema: {
+        operationId: 'revokeToken',
         summary: 'Revoke a token; it stops working at once on every replica',
         tags: ['admin'],
         params: Type.Object({ id: Uuid }),
@@ -153,6 +156,7 @@ export function adminRoutes(app: Api, deps: RouteDeps): void {
     '/v1/tenants',
     {
       schema: {
+        operationId: 'listTenants',
         summary: 'List tenants',
         tags: ['admin'],
         response: withErrors({ 200: Type.Object({ items: Type.Array(Tenant) }) }, ADMIN_ERRORS),
@@ -168,6 +172,7 @@ export function adminRoutes(app: Api, deps: RouteDeps): void {
     '/v1/tenants/:id',
     {
       schema: {
+        operationId: 'getTenant',
         summary: 'Show a tenant',
         tags: ['admin'],
         params: Type.Object({ id: TenantId }),
@@ -186,6 +191,7 @@ export function adminRoutes(app: Api, deps: RouteDeps): void {
     '/v1/tenants/:id',
     {
       schema: {
+        operationId: 'putTenant',
         summary: 'Create a tenant or replace its name and quota',
         tags: ['admin'],
         params: Type.Object({ id: TenantId }),
@@ -214,6 +220,7 @@ export function adminRoutes(app: Api, deps: RouteDeps): void {
     '/v1/queues',
     {
       schema: {
+        operationId: 'listQueues',
         summary: 'List configured queues',
         tags: ['admin'],
         response: withErrors({ 200: Type.Object({ items: Type.Array(Queue) }) }, ADMIN_ERRORS),
@@ -229,6 +236,7 @@ export function adminRoutes(app: Api, deps: RouteDeps): void {
     '/v1/queues/:name',
     {
       schema: {
+        operationId: 'getQueue',
         summary: "Show a queue's settings (the defaults when it has none of its own)",
         tags: ['admin'],
         params: Type.Object({ name: QueueName }),
@@ -245,6 +253,7 @@ export function adminRoutes(app: Api, deps: RouteDeps): void {
     '/v1/queues/:name',
     {
       schema: {
+        operationId: 'updateQueue',
         summary: "Change a queue's concurrency limit and retry defaults (fields left out keep their value)",
         tags: ['admin'],
         params: Type.Object({ name: QueueName }),

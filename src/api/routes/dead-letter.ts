@@ -18,6 +18,7 @@ export function deadLetterRoutes(app: Api, deps: RouteDeps): void {
     '/v1/dead-letter',
     {
       schema: {
+        operationId: 'listDeadJobs',
         summary: 'List dead jobs, newest first',
         tags: ['dead-letter'],
         querystring: Type.Object(
@@ -52,6 +53,7 @@ export function deadLetterRoutes(app: Api, deps: RouteDeps): void {
     '/v1/dead-letter/retry',
     {
       schema: {
+        operationId: 'retryDeadJobs',
         summary: 'Re-run dead jobs, by ids or by filter (up to 1,000 per call)',
         tags: ['dead-letter'],
         body: Type.Object(

@@ -1,5 +1,6 @@
 /** Unauthenticated operational routes: liveness, readiness, metrics and the OpenAPI document. */
 import { Type } from '@sinclair/typebox';
+import type { FastifyRequest } from 'fastify';
 import { loadMigrations } from '../../store/migrate.ts';
 import { migrationVersionApplied } from '../../store/stats.ts';
 import type { Pool } from '../../store/pool.ts';
@@ -8,7 +9,10 @@ import type { ApiMetrics } from '../metrics.ts';
 
 const READY_TIMEOUT_MS = 2000;
 
-export function healthRoutes(app: Api, deps: { pool: Pool; metrics: ApiMetrics }): void {
+export function healthRoutes(
+  app: Api,
+  deps: { pool: Pool; metrics: ApiMetrics; openApiDocument: (request: FastifyRequest) => unknown },
+): void {
   const open = { auth: false };
   const expectedVersion = loadMigrations().then((m) => m.at(-1)?.version ?? 0);
   // Not awaited until the first /readyz; a failure then answers 503 rather than crashing start-up.
@@ -19,6 +23,7 @@ export function healthRoutes(app: Api, deps: { pool: Pool; metrics: ApiMetrics }
     {
       config: open,
       schema: {
+        operationId: 'healthz',
         summary: 'Liveness: the process answers',
         tags: ['health'],
         security: [],
@@ -33,6 +38,7 @@ export function healthRoutes(app: Api, deps: { pool: Pool; metrics: ApiMetrics }
     {
       config: open,
       schema: {
+        operationId: 'readyz',
         summary: "Readiness: the database answers and its schema is this build's",
         tags: ['health'],
         security: [],
@@ -62,7 +68,14 @@ export function healthRoutes(app: Api, deps: { pool: Pool; metrics: ApiMetrics }
     '/metrics',
     {
       config: open,
-      schema: { summary: 'Prometheus metrics (text exposition format)', tags: ['health'], security: [] },
+      schema: {
+        operationId: 'metrics',
+        summary: 'Prometheus metrics (text exposition format)',
+        tags: ['health'],
+        security: [],
+        produces: ['text/plain'],
+        response: { 200: { description: 'Prometheus text format 0.0.4', type: 'string' } },
+      },
     },
     async (_request, reply) => {
       const { contentType, body } = await deps.metrics.render();
@@ -70,7 +83,9 @@ export function healthRoutes(app: Api, deps: { pool: Pool; metrics: ApiMetrics }
     },
   );
 
-  app.get('/openapi.json', { config: open, schema: { hide: true } }, () => app.swagger());
+  app.get('/openapi.json', { config: open, schema: { hide: true } }, (request) =>
+    deps.openApiDocument(request),
+  );
 }
 
 function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {

@@ -124,6 +124,7 @@ export function jobRoutes(app: Api, deps: RouteDeps): void {
     '/v1/jobs',
     {
       schema: {
+        operationId: 'enqueueJobs',
         summary: 'Enqueue one job, or up to 1,000 as { jobs: [...] }',
         tags: ['jobs'],
         body: Type.Union([
@@ -193,6 +194,7 @@ export function jobRoutes(app: Api, deps: RouteDeps): void {
     '/v1/jobs',
     {
       schema: {
+        operationId: 'listJobs',
         summary: 'List jobs, newest first, filtered and paged',
         tags: ['jobs'],
         querystring: Type.Object(
@@ -235,6 +237,7 @@ export function jobRoutes(app: Api, deps: RouteDeps): void {
     '/v1/jobs/:id',
     {
       schema: {
+        operationId: 'getJob',
         summary: 'Show a job with its attempts and progress',
         tags: ['jobs'],
         params: IdParams,
@@ -254,6 +257,7 @@ export function jobRoutes(app: Api, deps: RouteDeps): void {
     '/v1/jobs/:id/cancel',
     {
       schema: {
+        operationId: 'cancelJob',
         summary: 'Cancel a job: a pending one at once, a running one through its AbortSignal',
         tags: ['jobs'],
         params: IdParams,
@@ -272,6 +276,7 @@ export function jobRoutes(app: Api, deps: RouteDeps): void {
     '/v1/jobs/:id/retry',
     {
       schema: {
+        operationId: 'retryJob',
         summary: 'Run a dead, cancelled or failed job again now',
         tags: ['jobs'],
         params: IdParams,

@@ -10,6 +10,7 @@ import { SpecError, type CompiledSchedule } from '../../schedule/index.ts';
 import {
   ScheduleInputError,
   ScheduleNotFoundError,
+  ScheduleVersionConflictError,
   type ScheduleClient,
   type ScheduleInput,
   type ScheduleUpdate,
@@ -19,7 +20,7 @@ import type { OccurrenceRow } from '../../store/occurrences.ts';
 import { PUSH_KIND, PUSH_QUEUE, pushPayload } from '../../push/target.ts';
 import type { Api } from '../app.ts';
 import { tenantScope } from '../auth.ts';
-import { badRequest, notFound } from '../errors.ts';
+import { badRequest, notFound, versionConflict } from '../errors.ts';
 import {
   NonNegativeInt4,
   PageLimit,
@@ -243,7 +244,10 @@ function targetIn(t: TargetIn, at: string): ScheduleInput['target'] {
   };
 }
 
-/** Maps the client's errors: a bad field is a 400 naming `body.<field>`, a missing schedule a 404. */
+/**
+ * Maps the client's errors: a bad field is a 400 naming `body.<field>`, a missing schedule a 404, a
+ * stale `expectedVersion` a 409 carrying the current version.
+ */
 async function call<T>(fn: () => Promise<T>): Promise<T> {
   try {
     return await fn();
@@ -252,6 +256,13 @@ async function call<T>(fn: () => Promise<T>): Promise<T> {
       throw badRequest([{ field: `body.${error.field}`, reason: error.reason }], { cause: error });
     }
     if (error instanceof ScheduleNotFoundError) throw notFound('schedule');
+    if (error instanceof ScheduleVersionConflictError) {
+      throw versionConflict(
+        `schedule is at version ${error.currentVersion}, not expectedVersion ${error.expectedVersion}`,
+        error.currentVersion,
+        { cause: error },
+      );
+    }
     throw error;
   }
 }
@@ -276,6 +287,7 @@ export function scheduleRoutes(app: Api, deps: RouteDeps): void {
     '/v1/schedules',
     {
       schema: {
+        operationId: 'createSchedule',
         summary: 'Register a schedule',
         tags: ['schedules'],
         body: CreateBody,
@@ -307,6 +319,7 @@ export function scheduleRoutes(app: Api, deps: RouteDeps): void {
     '/v1/schedules',
     {
       schema: {
+        operationId: 'listSchedules',
         summary: "List a tenant's schedules by name",
         tags: ['schedules'],
         querystring: Type.Object(
@@ -347,6 +360,7 @@ export function scheduleRoutes(app: Api, deps: RouteDeps): void {
     '/v1/schedules/:id',
     {
       schema: {
+        operationId: 'getSchedule',
         summary: 'Show a schedule',
         tags: ['schedules'],
         params: IdParams,
@@ -360,6 +374,7 @@ export function scheduleRoutes(app: Api, deps: RouteDeps): void {
     '/v1/schedules/:id',
     {
       schema: {
+        operationId: 'updateSchedule',
         summary: 'Edit a schedule (fields left out keep their value); bumps its version',
         tags: ['schedules'],
         params: IdParams,
@@ -376,7 +391,7 @@ export function scheduleRoutes(app: Api, deps: RouteDeps): void {
           { additionalProperties: false },
         ),
         body: PatchBody,
-        response: withErrors({ 200: ScheduleSchema }),
+        response: withErrors({ 200: ScheduleSchema, 409: Type.Ref('Error') }),
       },
     },
     async (request) => {
@@ -398,6 +413,7 @@ export function scheduleRoutes(app: Api, deps: RouteDeps): void {
     '/v1/schedules/:id',
     {
       schema: {
+        operationId: 'deleteSchedule',
         summary: 'Delete a schedule and its ledger',
         tags: ['schedules'],
         params: IdParams,
@@ -416,6 +432,7 @@ export function scheduleRoutes(app: Api, deps: RouteDeps): void {
       `/v1/schedules/:id/${action}`,
       {
         schema: {
+          operationId: `${action}Schedule`,
           summary:
             action === 'pause' ? 'Pause a schedule' : 'Resume a schedule from now (the pause is not made up)',
           tags: ['schedules'],
@@ -434,6 +451,7 @@ export function scheduleRoutes(app: Api, deps: RouteDeps): void {
     '/v1/schedules/:id/trigger',
     {
       schema: {
+        operationId: 'triggerSchedule',
         summary: "Run the schedule's target now, through the same path as a scheduled occurrence",
         tags: ['schedules'],
         params: IdParams,
@@ -453,6 +471,7 @@ export function scheduleRoutes(app: Api, deps: RouteDeps): void {
     '/v1/schedules/:id/occurrences',
     {
       schema: {
+        operationId: 'listScheduleOccurrences',
         summary: 'The occurrence ledger, newest first: fire time, state, lateness, job',
         tags: ['schedules'],
         params: IdParams,

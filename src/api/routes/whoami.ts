@@ -12,6 +12,7 @@ export function whoamiRoutes(app: Api): void {
     '/v1/whoami',
     {
       schema: {
+        operationId: 'whoami',
         summary: 'The calling token: its id, and its tenant (null for an admin token)',
         tags: ['tokens'],
         response: withErrors(

@@ -57,6 +57,7 @@ export function workerRoutes(app: Api, deps: RouteDeps): void {
     '/v1/workers/claim',
     {
       schema: {
+        operationId: 'claimJobs',
         summary: 'Claim up to `limit` available jobs from these queues (admin token)',
         tags: ['workers'],
         body: Type.Object(
@@ -121,6 +122,7 @@ export function workerRoutes(app: Api, deps: RouteDeps): void {
     '/v1/jobs/:id/heartbeat',
     {
       schema: {
+        operationId: 'heartbeatJob',
         summary: "Extend a running attempt's lease and record progress",
         description:
           "Without `worker` and `attempt`, heartbeats the job's current attempt whoever runs it: for push targets, which know only their job id.",
@@ -164,6 +166,7 @@ export function workerRoutes(app: Api, deps: RouteDeps): void {
     '/v1/jobs/:id/complete',
     {
       schema: {
+        operationId: 'completeJob',
         summary: 'Record a claimed attempt as succeeded',
         tags: ['workers'],
         params: Params,
@@ -186,6 +189,7 @@ export function workerRoutes(app: Api, deps: RouteDeps): void {
     '/v1/jobs/:id/fail',
     {
       schema: {
+        operationId: 'failJob',
         summary: 'Record a claimed attempt as failed: retried with backoff, or dead when out of attempts',
         tags: ['workers'],
         params: Params,

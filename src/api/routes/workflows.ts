@@ -160,6 +160,7 @@ export function workflowRoutes(app: Api, deps: RouteDeps): void {
     {
       bodyLimit: WORKFLOW_BODY_LIMIT,
       schema: {
+        operationId: 'submitWorkflow',
         summary: 'Submit a workflow (a DAG of job and signal nodes, up to 100,000)',
         tags: ['workflows'],
         body: SubmitBody,
@@ -212,6 +213,7 @@ export function workflowRoutes(app: Api, deps: RouteDeps): void {
     '/v1/workflows',
     {
       schema: {
+        operationId: 'listWorkflows',
         summary: 'List workflows, newest first, filtered by tenant and state, page by page',
         tags: ['workflows'],
         querystring: Type.Object(
@@ -266,6 +268,7 @@ export function workflowRoutes(app: Api, deps: RouteDeps): void {
     '/v1/workflows/:id',
     {
       schema: {
+        operationId: 'getWorkflow',
         summary: 'Workflow status: state, node counts per state, critical path so far',
         tags: ['workflows'],
         params: IdParams,
@@ -289,6 +292,7 @@ export function workflowRoutes(app: Api, deps: RouteDeps): void {
     '/v1/workflows/:id/nodes',
     {
       schema: {
+        operationId: 'listWorkflowNodes',
         summary: 'Nodes of a workflow with their dependencies and last error, by key, page by page',
         tags: ['workflows'],
         params: IdParams,
@@ -347,6 +351,7 @@ export function workflowRoutes(app: Api, deps: RouteDeps): void {
       `/v1/workflows/:id/${action}`,
       {
         schema: {
+          operationId: `${action}Workflow`,
           summary:
             action === 'cancel'
               ? 'Cancel a running workflow: nothing new starts, running nodes finish'
@@ -369,6 +374,7 @@ export function workflowRoutes(app: Api, deps: RouteDeps): void {
     '/v1/workflows/:id/signals/:name',
     {
       schema: {
+        operationId: 'signalWorkflow',
         summary: 'Send a signal: completes the signal nodes waiting for this name (once per name)',
         tags: ['workflows'],
         params: Type.Object({

@@ -36,7 +36,7 @@ const THRESHOLD_KEY = 'tidemark.lagAlertSeconds';
  */
 const DEFAULT_THRESHOLD_S = 15;
 /** A histogram of occurrence lateness, if the scheduler exports one into the same scrape. */
-const LAG_HISTOGRAM = 'tidemark_schedule_lag_histogram_seconds';
+const LAG_HISTOGRAM = 'tidemark_occurrence_lag_seconds';
 
 interface Point {
   t: number;
