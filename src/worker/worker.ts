@@ -42,18 +42,17 @@ export interface QueueOptions {
   concurrency: number;
   /**
    * Most jobs claimed ahead of free slots and held here until a slot frees (docs/delivery.md, "Claim
-   * ahead"). The buffer also never holds more than the queue started in the last second, so a queue
-   * of long jobs buffers next to nothing. Not used while the queue has a cluster-wide limit or any
-   * tenant has a quota: a buffered job holds one of those slots without running. 0 turns it off.
-   * Default 1,000.
+   * ahead"). The buffer also never holds more than the queue started in the last second or two, so
+   * a queue of long jobs buffers next to nothing. Not used while the queue has a cluster-wide limit
+   * or any tenant has a quota: a buffered job holds one of those slots without running. 0 turns it
+   * off. Default 1,000.
    */
   claimAhead?: number;
 }
 
 /**
- * One batch: at concurrency 10 and 24 the drain bench went from ~3,000 and ~7,000 jobs/s without a
- * buffer to the rate of a full-batch claim (see bench/worker.ts); the adaptive cap, not this, is what
- * keeps the buffer short for slow jobs.
+ * One claim batch: at concurrency 10 and 24, buffers of 500 and 2,000 drained no faster than 1,000
+ * (bench worker). The cap by recent starts, not this, keeps the buffer short for slow jobs.
  */
 export const DEFAULT_CLAIM_AHEAD = 1000;
 /** The window the buffer's adaptive cap counts starts over. */
@@ -512,9 +511,9 @@ export class Worker {
   }
 
   /**
-   * Hands the buffered jobs of `queues` (default: all) back (jobUnclaimMany). One with a cancel pending is
-   * recorded cancelled instead; if the write fails, the leases, no longer renewed, run out and the
-   * reaper returns the jobs.
+   * Hands the buffered jobs of `queues` (default: all) back (jobUnclaimMany); one with a cancel
+   * pending is recorded cancelled instead. If the write fails, the leases, no longer renewed, run out
+   * and the reaper returns the jobs.
    */
   async #handBack(queues: Iterable<QueueLoop> = this.#queues.values()): Promise<void> {
     const taken: { q: QueueLoop; entry: Buffered }[] = [];
