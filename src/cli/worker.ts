@@ -24,8 +24,9 @@ Runs jobs from the database at DATABASE_URL. MODULE's default export maps job ki
 async (ctx) => result; MODULE is .js, .mjs or .cjs, or .ts, .mts or .cts (run by Node 22.18+
 itself, or by tsx installed in the module's project). Each --queue gets its own claim loop with CONCURRENCY slots (default 10);
 with no --queue and no --config, the queue 'default' is run. --config FILE (JSON) may also set each
-queue's cluster-wide maxRunning, maxAttempts, backoffBaseMs, backoffMaxMs and timeoutMs, written to
-the queues table at start. Defaults: lease 30 s, poll 1 s, timeout grace 5 s, shutdown grace 10 s,
+queue's claimAhead (jobs claimed ahead of free slots, default 1000) and its cluster-wide maxRunning,
+maxAttempts, backoffBaseMs, backoffMaxMs and timeoutMs, the latter written to the queues table at
+start. Defaults: lease 30 s, poll 1 s, timeout grace 5 s, shutdown grace 10 s,
 batch 1000.
 `;
 
@@ -105,7 +106,11 @@ export async function startWorkerRole(
     pool,
     connectionString: url,
     handlers,
-    queues: config.queues.map((q) => ({ name: q.name, concurrency: q.concurrency })),
+    queues: config.queues.map((q) => ({
+      name: q.name,
+      concurrency: q.concurrency,
+      claimAhead: q.claimAhead,
+    })),
     id: values.id,
     log: createLogger('worker'),
     leaseMs: intFlag(values['lease-ms'], 'lease-ms', 1) ?? config.leaseMs,

@@ -494,6 +494,34 @@ export async function jobReleaseMany(
   return result.rows.map((r) => r.id);
 }
 
+/**
+ * Hands back jobs a worker claimed ahead of its free slots and never started (at stop, or after
+ * waiting too long): available again with the attempt number and run_at they had before the claim,
+ * so a claim that ran nothing costs no attempt, leaves no history and keeps the job's place in line.
+ * Jobs with a cancel pending are left running for the caller to record as cancelled (jobFailMany);
+ * returns the ids handed back.
+ */
+export async function jobUnclaimMany(
+  db: Queryable,
+  owner: string,
+  refs: readonly AttemptRef[],
+): Promise<number[]> {
+  if (refs.length === 0) return [];
+  const batch = sortedById(refs);
+  const result = await db.query<{ id: number }>(
+    `WITH done AS (
+        UPDATE jobs j SET state = 'available', attempt = j.attempt - 1, lease_owner = NULL,
+               lease_expires_at = NULL, started_at = NULL, heartbeat_at = NULL
+        WHERE ${ownedAttempt('$3')} AND j.cancel_requested_at IS NULL
+        RETURNING j.id, j.queue
+      ),
+      wake AS (SELECT pg_notify('tidemark_jobs', queue) FROM (SELECT DISTINCT queue FROM done) d)
+      SELECT id FROM done WHERE (SELECT count(*) FROM wake) >= 0`,
+    [arrayLiteral(batch.map((r) => r.id)), arrayLiteral(batch.map((r) => r.attempt)), owner],
+  );
+  return result.rows.map((r) => r.id);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Leases: heartbeats and the reaper
 

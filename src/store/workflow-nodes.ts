@@ -218,8 +218,11 @@ export async function workflowNodeChildrenRelease(
     // and a hash join over every workflow_nodes row (353 ms at 100,000 nodes, EXPLAIN ANALYZE); with
     // it, two primary-key scans (parents, then children). Children are joined by id alone: also
     // matching them by ANY(ARRAY(children)) let the planner loop that array once per child (102 s
-    // for the 30,300 children of one node). The workflows are locked by the caller, so the states
-    // read in r still hold when the update writes.
+    // for the 30,300 children of one node). The workflows are locked by the caller, shared between
+    // node successes (workflowLockByJobs): r locks the children in id order, so two successes sharing
+    // children queue on them instead of deadlocking, and reads each one's latest counter (a
+    // concurrent success may have just decremented it). A child whose last decrement is this one is
+    // released here; one judged from an older counter would still be returned below as ready.
     `WITH d AS MATERIALIZED (
        SELECT c.id AS child_id, count(*)::int AS n, max(p.id) AS parent
        FROM workflow_nodes p, unnest(p.children) AS c(id)
@@ -230,6 +233,8 @@ export async function workflowNodeChildrenRelease(
               c.pending_deps = d.n AND c.state = 'pending' AND c.type = 'job' AND c.workflow_id = ANY($2::text[])
                 AS go
        FROM d JOIN workflow_nodes c ON c.id = d.child_id
+       ORDER BY c.id
+       FOR UPDATE OF c
      ), u AS (
        UPDATE workflow_nodes c SET
          pending_deps = c.pending_deps - r.n,

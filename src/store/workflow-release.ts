@@ -4,8 +4,9 @@
  * in the one that gives up on them, so a node's result and the release of its children commit or
  * vanish together: a lost completion write loses the release with it, and the retry redoes both.
  *
- * Every entry point first locks the affected workflow rows in id order; completions of one workflow
- * therefore queue on its row (a few statements each) rather than deadlock on shared children.
+ * Every entry point first locks the affected workflow rows in id order: node successes share the
+ * lock (FOR KEY SHARE) and lock the children they decrement in id order, so two of them meet on a
+ * shared child instead of deadlocking over it; every other transition takes the row exclusively.
  */
 import type { Queryable } from './pool.ts';
 import {
@@ -154,10 +155,14 @@ async function failNodes(
   }
 }
 
-/** In the job-success transaction: the nodes of these jobs succeed and release their children. */
+/**
+ * In the job-success transaction: the nodes of these jobs succeed and release their children. The
+ * workflows are locked shared (workflowLockByJobs): success transactions of one workflow run side by
+ * side and meet only on the children they share and on the workflow row's counters at their end.
+ */
 export async function workflowJobsSucceeded(tx: Queryable, jobIds: number[]): Promise<void> {
   if (jobIds.length === 0) return;
-  const locked = await workflowLockByJobs(tx, jobIds);
+  const locked = await workflowLockByJobs(tx, jobIds, true);
   if (locked.length === 0) return;
   const progress = new Progress();
   const succeeded = await workflowNodeSucceedByJobs(tx, jobIds);

@@ -5,7 +5,7 @@
  *
  *   { "leaseMs": 30000, "pollMs": 1000, "timeoutGraceMs": 5000, "shutdownGraceMs": 10000,
  *     "batchSize": 1000,
- *     "queues": { "emails": { "concurrency": 20, "maxRunning": 100, "maxAttempts": 5,
+ *     "queues": { "emails": { "concurrency": 20, "claimAhead": 100, "maxRunning": 100, "maxAttempts": 5,
  *                             "backoffBaseMs": 1000, "backoffMaxMs": 600000, "timeoutMs": 30000 } } }
  */
 import type { QueueSettings } from '../store/queues.ts';
@@ -13,6 +13,8 @@ import type { QueueSettings } from '../store/queues.ts';
 export interface WorkerQueueConfig {
   name: string;
   concurrency: number;
+  /** Jobs claimed ahead of free slots (QueueOptions.claimAhead); undefined: the worker's default. */
+  claimAhead?: number;
   settings: Partial<QueueSettings>;
 }
 
@@ -67,6 +69,7 @@ export function parseConfigFile(raw: unknown): WorkerConfig {
       const settings: Partial<QueueSettings> = {};
       const allowed = new Set([
         'concurrency',
+        'claimAhead',
         'maxRunning',
         'maxAttempts',
         'backoffBaseMs',
@@ -89,7 +92,14 @@ export function parseConfigFile(raw: unknown): WorkerConfig {
         q.concurrency === undefined
           ? DEFAULT_CONCURRENCY
           : positiveInt(q.concurrency, `${field}.concurrency`);
-      config.queues.push({ name, concurrency, settings });
+      config.queues.push({
+        name,
+        concurrency,
+        settings,
+        ...(q.claimAhead === undefined
+          ? {}
+          : { claimAhead: positiveInt(q.claimAhead, `${field}.claimAhead`, 0) }),
+      });
     }
   }
   return config;

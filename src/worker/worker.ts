@@ -4,8 +4,9 @@
  * when work arrives and delivers cancels, a lease keeper that heartbeats every running attempt in
  * one statement, a group-commit completer, and maintenance (promote due jobs, reap expired leases,
  * refresh limits, sample backlog) every poll interval, which is also the fallback when a NOTIFY is
- * missed. `stop()` stops claiming, lets handlers finish within a grace period, then hands the rest
- * back to the queue.
+ * missed. A queue may claim ahead of its free slots into a local buffer (QueueOptions.claimAhead), so
+ * a slot that frees starts its next job without a claim round trip. `stop()` stops claiming, hands
+ * buffered jobs back at once, lets handlers finish within a grace period, then hands the rest back.
  */
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
@@ -20,6 +21,7 @@ import {
   jobCountsByQueue,
   jobPromoteDue,
   jobReapExpired,
+  jobUnclaimMany,
   leaseRenewMany,
   type AttemptRef,
   type JobClaimed,
@@ -38,7 +40,23 @@ export interface QueueOptions {
   name: string;
   /** Handlers of this queue running at once in this process. */
   concurrency: number;
+  /**
+   * Most jobs claimed ahead of free slots and held here until a slot frees (docs/delivery.md, "Claim
+   * ahead"). The buffer also never holds more than the queue started in the last second or two, so
+   * a queue of long jobs buffers next to nothing. Not used while the queue has a cluster-wide limit
+   * or any tenant has a quota: a buffered job holds one of those slots without running. 0 turns it
+   * off. Default 1,000.
+   */
+  claimAhead?: number;
 }
+
+/**
+ * One claim batch: at concurrency 10 and 24, buffers of 500 and 2,000 drained no faster than 1,000
+ * (bench worker). The cap by recent starts, not this, keeps the buffer short for slow jobs.
+ */
+export const DEFAULT_CLAIM_AHEAD = 1000;
+/** The window the buffer's adaptive cap counts starts over. */
+const START_WINDOW_MS = 1000;
 
 export interface WorkerOptions {
   pool: Pool;
@@ -63,6 +81,14 @@ export interface WorkerOptions {
   maintenance?: boolean;
 }
 
+/** A job claimed ahead of a free slot, waiting in its queue's buffer. */
+interface Buffered {
+  job: JobClaimed;
+  ref: AttemptRef;
+  /** Monotonic time of its claim: its wait here is part of its start lag. */
+  claimedAt: number;
+}
+
 interface Running {
   ref: AttemptRef;
   queue: QueueLoop;
@@ -82,14 +108,40 @@ class QueueLoop {
   reserved = 0;
   /** Claim loops running for this queue. */
   loops = 0;
+  /** Claimed jobs waiting for a slot, oldest first. */
+  buffer: Buffered[] = [];
   readonly #waiters = new Set<() => void>();
   #wakeSoon = false;
+  /** Starts in the current and the previous START_WINDOW_MS, and when the current one began. */
+  #starts = 0;
+  #startsBefore = 0;
+  #windowAt = 0;
 
   constructor(
     readonly name: string,
     readonly concurrency: number,
+    readonly claimAhead: number,
   ) {
     this.stats = new QueueStats(name, concurrency);
+  }
+
+  /** Counts a start for the buffer's cap (recentStarts). */
+  started(now: number): void {
+    this.#roll(now);
+    this.#starts++;
+  }
+
+  /** Jobs started in the last one to two windows. */
+  recentStarts(now: number): number {
+    this.#roll(now);
+    return this.#starts + this.#startsBefore;
+  }
+
+  #roll(now: number): void {
+    if (now - this.#windowAt < START_WINDOW_MS) return;
+    this.#startsBefore = now - this.#windowAt < 2 * START_WINDOW_MS ? this.#starts : 0;
+    this.#starts = 0;
+    this.#windowAt = now;
   }
 
   /** Every claim loop asleep after finding the queue empty (not waiting for a free slot). */
@@ -197,8 +249,12 @@ export class Worker {
       if (!Number.isInteger(q.concurrency) || q.concurrency < 1) {
         throw new TypeError(`queues.${q.name}.concurrency: must be a positive integer, got ${q.concurrency}`);
       }
+      const ahead = q.claimAhead ?? DEFAULT_CLAIM_AHEAD;
+      if (!Number.isInteger(ahead) || ahead < 0) {
+        throw new TypeError(`queues.${q.name}.claimAhead: must be an integer ≥ 0, got ${ahead}`);
+      }
       if (this.#queues.has(q.name)) throw new TypeError(`queues.${q.name}: listed twice`);
-      this.#queues.set(q.name, new QueueLoop(q.name, q.concurrency));
+      this.#queues.set(q.name, new QueueLoop(q.name, q.concurrency, ahead));
     }
     this.#completer = new Completer(this.#pool, this.id, this.#log, this.#batch, () => {
       // A finished job frees a slot here and, in a limited queue or under a tenant quota, one counted
@@ -260,8 +316,13 @@ export class Worker {
   async #stop(): Promise<void> {
     this.#stopping = true;
     for (const q of this.#queues.values()) q.wakeAll();
+    // Buffered jobs go back at once, not after the running ones finish; then what claims still in
+    // flight brought.
+    const handedBack = this.#handBack();
     await Promise.all(this.#loops);
     await Promise.all(this.#byIdClaims);
+    await handedBack;
+    await this.#handBack();
     if (!(await this.#waitIdle(this.#shutdownGraceMs))) {
       this.#log.warn({ running: this.#running.size }, 'shutdown grace over; aborting and releasing the rest');
       for (const r of this.#running.values()) {
@@ -296,7 +357,9 @@ export class Worker {
     let poll = false;
     while (!this.#stopping) {
       const free = this.#freeSlots(q);
-      if (free <= 0) {
+      // While buffered jobs remain, the buffer is refilled by at least half its size at a time, not
+      // by a claim for every few jobs that start.
+      if (free <= 0 || (q.buffer.length > 0 && free < this.#ahead(q) / 2)) {
         // `woken` is left alone: a wake-up about new work that reaches this loop while another's
         // claim holds the slots is that claim's loop's to act on when it returns (cleared here, the
         // job waited for the next poll: 8 of 30 lone jobs into an idle limited queue).
@@ -321,7 +384,7 @@ export class Worker {
         continue;
       }
       q.reserved -= limit;
-      for (const job of jobs) this.#start(q, job);
+      this.#take(q, jobs);
       if (this.#stopping) break;
       // A full batch suggests more is waiting; otherwise sleep until a NOTIFY, a free slot or the poll.
       poll = jobs.length < limit && !(await q.sleep(this.#pollMs));
@@ -335,7 +398,17 @@ export class Worker {
    */
   #freeSlots(q: QueueLoop): number {
     const backlog = Math.max(0, this.#completer.pending - this.#batch);
-    return q.concurrency - q.stats.running - q.reserved - backlog;
+    return q.concurrency + this.#ahead(q) - q.stats.running - q.buffer.length - q.reserved - backlog;
+  }
+
+  /**
+   * How many jobs the queue may hold claimed beyond its slots now: none under a cluster-wide limit or
+   * tenant quotas (a buffered job counts as running there, holding a slot another worker could run
+   * it in), else claimAhead capped by the starts of the last second.
+   */
+  #ahead(q: QueueLoop): number {
+    if (q.claimAhead === 0 || q.limited || this.#tenantQuotas) return 0;
+    return Math.min(q.claimAhead, q.recentStarts(this.#clock.monotonicMs()));
   }
 
   async #claim(q: QueueLoop, limit: number, poll: boolean): Promise<JobClaimed[]> {
@@ -384,7 +457,7 @@ export class Worker {
       (jobs) => {
         q.reserved--;
         q.stats.claimLatency.add(this.#clock.monotonicMs() - t0);
-        for (const job of jobs) this.#start(q, job);
+        this.#take(q, jobs);
         if (jobs.length === 0) q.wake();
       },
       (error: unknown) => {
@@ -398,10 +471,75 @@ export class Worker {
     void claim.finally(() => this.#byIdClaims.delete(claim));
   }
 
+  // ---- the buffer -----------------------------------------------------------------------------
+
+  /** Claimed jobs: started while slots are free, the rest buffered (all of them once stopping). */
+  #take(q: QueueLoop, jobs: JobClaimed[]): void {
+    const claimedAt = this.#clock.monotonicMs();
+    for (const job of jobs) q.buffer.push({ job, ref: { id: job.id, attempt: job.attempt }, claimedAt });
+    this.#startBuffered(q);
+  }
+
+  #startBuffered(q: QueueLoop): void {
+    if (this.#stopping) return;
+    while (q.stats.running < q.concurrency) {
+      const next = q.buffer.shift();
+      if (next === undefined) return;
+      this.#start(q, next);
+    }
+  }
+
+  /** Takes a buffered job out; undefined when it is not buffered here. */
+  #unbuffer(jobId: number): { q: QueueLoop; entry: Buffered } | undefined {
+    for (const q of this.#queues.values()) {
+      const i = q.buffer.findIndex((b) => b.ref.id === jobId);
+      if (i >= 0) return { q, entry: q.buffer.splice(i, 1)[0]! };
+    }
+    return undefined;
+  }
+
+  /** A buffered job whose cancel arrived: recorded cancelled without running. */
+  #cancelBuffered(q: QueueLoop, entry: Buffered): void {
+    q.stats.outcomes.cancelled++;
+    this.#completer.fail({
+      ...entry.ref,
+      outcome: 'cancelled',
+      error: 'cancelled before it started (claimed ahead, still in the buffer)',
+      retryable: false,
+    });
+    if (q.waitingForSlot) q.wakeSoon();
+  }
+
+  /**
+   * Hands the buffered jobs of `queues` (default: all) back (jobUnclaimMany); one with a cancel
+   * pending is recorded cancelled instead. If the write fails, the leases, no longer renewed, run out
+   * and the reaper returns the jobs.
+   */
+  async #handBack(queues: Iterable<QueueLoop> = this.#queues.values()): Promise<void> {
+    const taken: { q: QueueLoop; entry: Buffered }[] = [];
+    for (const q of queues) for (const entry of q.buffer.splice(0)) taken.push({ q, entry });
+    if (taken.length === 0) return;
+    try {
+      const back = new Set(
+        await jobUnclaimMany(
+          this.#pool,
+          this.id,
+          taken.map((t) => t.entry.ref),
+        ),
+      );
+      for (const t of taken) if (!back.has(t.entry.ref.id)) this.#cancelBuffered(t.q, t.entry);
+    } catch (error) {
+      this.#log.warn(
+        { err: error, jobs: taken.length },
+        'handing back buffered jobs failed; their leases will run out',
+      );
+    }
+  }
+
   // ---- executing ------------------------------------------------------------------------------
 
-  #start(q: QueueLoop, job: JobClaimed): void {
-    const ref = { id: job.id, attempt: job.attempt };
+  #start(q: QueueLoop, buffered: Buffered): void {
+    const { job, ref, claimedAt } = buffered;
     const aborter = new AttemptAbort();
     const entry: Running = {
       ref,
@@ -419,7 +557,10 @@ export class Worker {
     this.#running.set(job.id, entry);
     q.stats.running++;
     q.stats.claimed++;
-    q.stats.startLag.add(job.startLagMs);
+    const now = this.#clock.monotonicMs();
+    q.started(now);
+    // Measured at the start: a buffered job's wait here is part of its lag.
+    q.stats.startLag.add(job.startLagMs + (now - claimedAt));
     const context = new AttemptContext(job, ref, aborter, this.#host);
     runAttempt(
       {
@@ -463,13 +604,20 @@ export class Worker {
         this.#completer.release(ref);
         break;
     }
+    this.#startBuffered(q);
     // Deferred: every handler settling in this turn frees its slot before the loop claims again.
     if (q.waitingForSlot) q.wakeSoon();
     if (this.#running.size === 0) for (const done of this.#idleWaiters.splice(0)) done();
   }
 
   #cancelLocal(jobId: number): void {
-    this.#running.get(jobId)?.aborter.abort(new JobCancelledError(`job ${jobId} was cancelled`));
+    const running = this.#running.get(jobId);
+    if (running !== undefined) {
+      running.aborter.abort(new JobCancelledError(`job ${jobId} was cancelled`));
+      return;
+    }
+    const buffered = this.#unbuffer(jobId);
+    if (buffered !== undefined) this.#cancelBuffered(buffered.q, buffered.entry);
   }
 
   // ---- background: leases and maintenance -----------------------------------------------------
@@ -489,6 +637,11 @@ export class Worker {
     });
   }
 
+  /**
+   * Renews every running attempt's lease, and every buffered job's: a job waits in the buffer under
+   * a live lease however long its queue's handlers take, so the reaper never takes it from a worker
+   * that is about to run it.
+   */
   async #leaseLoop(stop: Promise<void>): Promise<void> {
     let stopped = false;
     void stop.then(() => (stopped = true));
@@ -496,14 +649,18 @@ export class Worker {
       let interval = this.#leaseMs / 3;
       for (const r of this.#running.values())
         if (r.heartbeatMs !== null) interval = Math.min(interval, r.heartbeatMs);
+      for (const q of this.#queues.values())
+        for (const b of q.buffer)
+          if (b.job.heartbeatMs !== null) interval = Math.min(interval, b.job.heartbeatMs);
       await this.#sleep(interval, stop);
-      if (stopped || this.#running.size === 0) continue;
+      const buffered = [...this.#queues.values()].flatMap((q) => q.buffer.map((b) => b.ref));
+      if (stopped || this.#running.size + buffered.length === 0) continue;
       const entries = [...this.#running.values()];
       try {
         const renewed = await leaseRenewMany(
           this.#pool,
           this.id,
-          entries.map((e) => e.ref),
+          [...entries.map((e) => e.ref), ...buffered],
           this.#leaseMs,
         );
         const byId = new Map(renewed.map((r) => [r.id, r]));
@@ -515,9 +672,22 @@ export class Worker {
             e.aborter.abort(new JobCancelledError(`job ${e.ref.id} was cancelled`));
           }
         }
+        for (const ref of buffered) {
+          const r = byId.get(ref.id);
+          if (r !== undefined && !r.cancelRequested) continue;
+          // Started meanwhile (the running entry's next renewal judges it) or already handed back.
+          const taken = this.#unbuffer(ref.id);
+          if (taken === undefined) continue;
+          if (r === undefined)
+            this.#log.warn({ job: ref.id, attempt: ref.attempt }, 'buffered job lost its lease');
+          else this.#cancelBuffered(taken.q, taken.entry);
+        }
       } catch (error) {
         // Not fatal by itself: the leases run 3 heartbeats long; the next tick retries.
-        this.#log.warn({ err: error, running: entries.length }, 'lease renewal failed');
+        this.#log.warn(
+          { err: error, running: entries.length, buffered: buffered.length },
+          'lease renewal failed',
+        );
       }
     }
   }
@@ -562,12 +732,17 @@ export class Worker {
 
   async #refreshLimits(): Promise<void> {
     const limits = await jobClaimLimitsGet(this.#pool, [...this.#queues.keys()]);
+    const quotasOn = limits.tenantQuotas && !this.#tenantQuotas;
     this.#tenantQuotas = limits.tenantQuotas;
+    const handBack: QueueLoop[] = [];
     for (const q of this.#queues.values()) {
       const limited = limits.limitedQueues.has(q.name);
       if (limited !== q.limited) q.wakeAll();
+      // A limit or quota that came while jobs waited here: they go back rather than start past it.
+      if ((limited && !q.limited) || quotasOn) handBack.push(q);
       q.limited = limited;
     }
+    await this.#handBack(handBack);
   }
 }
 

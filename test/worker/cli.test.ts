@@ -21,11 +21,11 @@ const env = { DATABASE_URL: db.url, TIDEMARK_LOG_LEVEL: 'warn' };
 test('config files and --queue flags: local concurrency and cluster-wide settings, bad input named', () => {
   const config = parseConfigFile({
     pollMs: 250,
-    queues: { mail: { concurrency: 3, maxRunning: 20, timeoutMs: 5000 }, reports: {} },
+    queues: { mail: { concurrency: 3, claimAhead: 50, maxRunning: 20, timeoutMs: 5000 }, reports: {} },
   });
   assert.equal(config.pollMs, 250);
   assert.deepEqual(config.queues, [
-    { name: 'mail', concurrency: 3, settings: { maxRunning: 20, timeoutMs: 5000 } },
+    { name: 'mail', concurrency: 3, claimAhead: 50, settings: { maxRunning: 20, timeoutMs: 5000 } },
     { name: 'reports', concurrency: 10, settings: {} },
   ]);
   const merged = applyQueueFlags(config, ['reports:1', 'extra']);
@@ -40,6 +40,10 @@ test('config files and --queue flags: local concurrency and cluster-wide setting
   assert.throws(
     () => parseConfigFile({ queues: { mail: { concurrency: 0 } } }),
     /config\.queues\.mail\.concurrency: must be an integer ≥ 1/,
+  );
+  assert.throws(
+    () => parseConfigFile({ queues: { mail: { claimAhead: -1 } } }),
+    /config\.queues\.mail\.claimAhead: must be an integer ≥ 0, got -1/,
   );
   assert.throws(
     () => parseConfigFile({ queues: { mail: { retries: 3 } } }),
