@@ -7,12 +7,14 @@
  * Their latencies are kept as rings of recent samples, so they are exported as quantiles (p50, p99,
  * max over the window), not as Prometheus histograms.
  */
-import { Gauge, type Registry } from 'prom-client';
+import { Counter, Gauge, type Registry } from 'prom-client';
+import type { MaintenanceMetricsSnapshot } from '../maintenance/metrics.ts';
 import type { SchedulerMetricsSnapshot } from '../scheduler/metrics.ts';
 import type { QueueMetrics } from '../worker/metrics.ts';
 
 const schedulers = new Set<{ snapshot(): SchedulerMetricsSnapshot }>();
 const workers = new Set<{ metrics(): QueueMetrics[] }>();
+const maintenances = new Set<{ snapshot(): MaintenanceMetricsSnapshot }>();
 
 export function exportSchedulerMetrics(source: { snapshot(): SchedulerMetricsSnapshot }): () => void {
   schedulers.add(source);
@@ -22,6 +24,11 @@ export function exportSchedulerMetrics(source: { snapshot(): SchedulerMetricsSna
 export function exportWorkerMetrics(source: { metrics(): QueueMetrics[] }): () => void {
   workers.add(source);
   return () => workers.delete(source);
+}
+
+export function exportMaintenanceMetrics(source: { snapshot(): MaintenanceMetricsSnapshot }): () => void {
+  maintenances.add(source);
+  return () => maintenances.delete(source);
 }
 
 type Quantiles = { p50: number | null; p99: number | null; max: number | null };
@@ -118,6 +125,24 @@ export function registerProcessMetrics(registry: Registry): void {
       for (const q of w.metrics()) {
         for (const [outcome, n] of Object.entries(q.outcomes)) g.inc({ queue: q.queue, outcome }, n);
       }
+    }
+  });
+  new Counter({
+    name: 'tidemark_retention_passes_total',
+    help: 'Retention passes this process has completed while holding the maintenance lease',
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const m of maintenances) this.inc(m.snapshot().passes);
+    },
+  });
+  gauge('tidemark_maintenance_leader', "1 while this process's maintenance role holds its lease", [], (g) => {
+    for (const m of maintenances) g.set(m.snapshot().role === 'leader' ? 1 : 0);
+  });
+  gauge('tidemark_retention_last_pass_duration_seconds', 'Duration of the last retention pass', [], (g) => {
+    for (const m of maintenances) {
+      const ms = m.snapshot().lastPassMs;
+      if (ms !== null) g.set(ms / 1000);
     }
   });
 }

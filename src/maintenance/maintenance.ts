@@ -24,6 +24,7 @@ import type { Pool } from '../store/pool.ts';
 import {
   jobPruneBatch,
   occurrencePruneBatch,
+  retentionCountAdd,
   workflowNodePruneBatch,
   workflowPrunedDelete,
   workflowPrunedList,
@@ -186,15 +187,19 @@ export class Maintenance {
     if (!(await this.#ensureTerm())) return result(false);
     if (this.#plan === null) return result(true);
     const plan = this.#plan;
+    const counts: Promise<void>[] = [];
     const count = (table: PrunedTable, n: number, startedMs: number): void => {
       deleted[table] += n;
       this.metrics.add(table, n);
-      if (n > 0) this.#onBatch?.({ table, deleted: n, startedMs, endedMs: performance.now() });
+      if (n === 0) return;
+      this.#onBatch?.({ table, deleted: n, startedMs, endedMs: performance.now() });
+      counts.push(retentionCountAdd(this.#pool, table, n));
     };
     const held =
       (await this.#pruneJobs(plan, count)) &&
       (await this.#pruneOccurrences(plan, count)) &&
       (await this.#pruneWorkflows(plan, count));
+    await Promise.all(counts);
     this.metrics.passes++;
     this.metrics.lastPassMs = performance.now() - started;
     return result(held);

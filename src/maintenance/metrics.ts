@@ -1,7 +1,7 @@
 /**
- * What the maintenance role has done in this process, for /metrics (api/process-metrics.ts): rows
- * pruned per table since start (a counter), passes, and whether this replica holds the lease. The
- * age of the oldest row left per table is read from the database at scrape time (store/stats.ts).
+ * What the maintenance role has done in this process: rows pruned per table since start, passes,
+ * and whether this replica holds the lease (api/process-metrics.ts exports the last two). The
+ * cluster-wide totals and the oldest row left per table are read from the database at scrape time.
  */
 export const PrunedTable = {
   jobs: 'jobs',

@@ -376,3 +376,20 @@ export async function workflowPrunedDelete(
   if (row === undefined) throw new Error('workflowPrunedDelete returned no row');
   return row;
 }
+
+/** Adds to the running totals /metrics reports (retentionCountList); after the batch, not in it. */
+export async function retentionCountAdd(db: Queryable, table: string, rows: number): Promise<void> {
+  await db.query({
+    name: 'retentionCountAdd',
+    text: 'UPDATE retention_counts SET rows = rows + $2 WHERE table_name = $1',
+    values: [table, rows],
+  });
+}
+
+export async function retentionCountList(db: Queryable): Promise<{ table: string; rows: number }[]> {
+  const { rows } = await db.query<{ table: string; rows: number }>({
+    name: 'retentionCountList',
+    text: 'SELECT table_name AS table, rows FROM retention_counts ORDER BY table_name',
+  });
+  return rows;
+}

@@ -19,6 +19,8 @@ const ROUTES = [
   'POST /v1/schedules/{id}/resume',
   'POST /v1/schedules/{id}/trigger',
   'GET /v1/schedules/{id}/occurrences',
+  'GET /v1/schedules/{id}/lateness',
+  'GET /v1/lateness',
   'POST /v1/jobs',
   'GET /v1/jobs',
   'GET /v1/jobs/{id}',

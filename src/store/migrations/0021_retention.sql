@@ -60,3 +60,12 @@ ALTER TABLE occurrences SET (autovacuum_vacuum_scale_factor = 0.01, autovacuum_a
 ALTER TABLE job_attempts SET (autovacuum_vacuum_scale_factor = 0.01, autovacuum_analyze_scale_factor = 0.02);
 -- The workflows whose pruning has begun: few at any time, found again by the next holder.
 CREATE INDEX workflows_pruned_idx ON workflows (id) WHERE pruned_at IS NOT NULL;
+
+-- Rows retention has deleted, per table, since the database was made: /metrics on every API replica
+-- reads the same totals, whichever replica pruned (tidemark_retention_pruned_rows_total).
+CREATE TABLE retention_counts (
+  table_name text PRIMARY KEY,
+  rows       bigint NOT NULL DEFAULT 0
+);
+INSERT INTO retention_counts (table_name)
+VALUES ('jobs'), ('job_attempts'), ('occurrences'), ('workflows'), ('workflow_nodes');
