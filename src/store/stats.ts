@@ -14,9 +14,16 @@ export interface JobCountRow {
 export async function jobCountOpenByQueueState(db: Queryable): Promise<JobCountRow[]> {
   const { rows } = await db.query<JobCountRow>({
     name: 'jobCountOpenByQueueState',
-    text: `SELECT queue, state, count(*)::int AS n FROM jobs
-            WHERE state IN ('scheduled', 'available', 'running', 'dead')
-            GROUP BY queue, state`,
+    // One branch per state, each the predicate of that state's partial index (0003, 0016), so a
+    // scrape reads only the open and dead jobs, never the finished history beside them.
+    text: `SELECT queue, 'available' AS state, count(*)::int AS n FROM jobs WHERE state = 'available' GROUP BY queue
+           UNION ALL
+           SELECT queue, 'scheduled', count(*)::int FROM jobs WHERE state = 'scheduled' GROUP BY queue
+           UNION ALL
+           SELECT queue, 'running', count(*)::int FROM jobs
+            WHERE state = 'running' AND lease_expires_at IS NOT NULL GROUP BY queue
+           UNION ALL
+           SELECT queue, 'dead', count(*)::int FROM jobs WHERE state = 'dead' GROUP BY queue`,
   });
   return rows;
 }
