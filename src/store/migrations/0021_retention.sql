@@ -69,3 +69,10 @@ CREATE TABLE retention_counts (
 );
 INSERT INTO retention_counts (table_name)
 VALUES ('jobs'), ('job_attempts'), ('occurrences'), ('workflows'), ('workflow_nodes');
+
+-- The dead letter's and the cancelled jobs' first page, newest first, reads these instead of walking
+-- the primary key back through every finished job until it has found a page (20,000 rows read for
+-- 200 dead jobs at a 1 % dead rate; test/api/list-plans.test.ts). Only a job's last write, the one
+-- that kills or cancels it, adds an entry: nothing on the claim or success path.
+CREATE INDEX jobs_dead_id_idx ON jobs (id) WHERE state = 'dead';
+CREATE INDEX jobs_cancelled_id_idx ON jobs (id) WHERE state = 'cancelled';
