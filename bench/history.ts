@@ -50,7 +50,10 @@ type Db = { name: string; db: BenchDatabase; scheduleId: string };
  * succeeded (a tenth of them after one failed attempt, a job_attempts row), 0.5 % dead after four
  * attempts, 0.5 % cancelled; one occurrence each, across SCHEDULES every-minute schedules.
  */
-async function loadHistory(db: BenchDatabase, n: number): Promise<{ seconds: number; bytes: number }> {
+export async function loadHistory(
+  db: BenchDatabase,
+  n: number,
+): Promise<{ seconds: number; bytes: number; split: string }> {
   const t0 = performance.now();
   const newest = new Date(Date.now() - 8 * DAY_MS);
   for (let from = 1; from <= n; from += LOAD_CHUNK) {
@@ -83,10 +86,13 @@ async function loadHistory(db: BenchDatabase, n: number): Promise<{ seconds: num
   }
   await db.pool.query('VACUUM ANALYZE jobs, job_attempts, occurrences');
   const seconds = (performance.now() - t0) / 1000;
-  const { rows } = await db.pool.query<{ bytes: number }>(
-    `SELECT sum(pg_total_relation_size(c))::float8 AS bytes FROM unnest(ARRAY['jobs', 'job_attempts', 'occurrences']::regclass[]) c`,
+  const { rows } = await db.pool.query<{ name: string; bytes: number }>(
+    `SELECT c::text AS name, pg_total_relation_size(c)::float8 AS bytes
+       FROM unnest(ARRAY['jobs', 'job_attempts', 'occurrences']::regclass[]) c`,
   );
-  return { seconds, bytes: rows[0]?.bytes ?? 0 };
+  const bytes = rows.reduce((sum, r) => sum + r.bytes, 0);
+  const split = rows.map((r) => `${r.name} ${Math.round(r.bytes / n)}`).join(', ');
+  return { seconds, bytes, split };
 }
 
 async function prepare(name: string, history: number): Promise<Db> {
@@ -113,7 +119,7 @@ interface Pruned {
   batchMs: number[];
 }
 
-const loadStats = new Map<string, { seconds: number; bytes: number }>();
+const loadStats = new Map<string, { seconds: number; bytes: number; split: string }>();
 
 async function fresh(db: BenchDatabase, queue: string): Promise<void> {
   await db.pool.query('DELETE FROM jobs WHERE queue = $1', [queue]);
@@ -301,7 +307,7 @@ export const bench: Bench = async () => {
         group: 'history',
         name: `load ${N.toLocaleString('en')} jobs + attempts + occurrences`,
         value: `${fmt(loaded.seconds)} s`,
-        note: `${fmt(N / loaded.seconds)} jobs/s by generate_series; ${fmt(loaded.bytes / 2 ** 30, 2)} GiB of rows and indexes, ${fmt(loaded.bytes / N)} bytes per job`,
+        note: `${fmt(N / loaded.seconds)} jobs/s by generate_series; ${fmt(loaded.bytes / 2 ** 30, 2)} GiB of rows and indexes, ${fmt(loaded.bytes / N)} bytes per job (${loaded.split})`,
       });
     }
     const jobsEmpty = new JobClient(empty.db.pool);
