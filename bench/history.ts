@@ -11,7 +11,8 @@
  *
  * "While pruning" runs the maintenance role with its default retention and pacing beside the
  * measurement; the loaded history finished 8 days ago, so its succeeded jobs are all due. Its row
- * reports the pruning rate it sustained. BENCH_HISTORY_TRIALS sets the trials (default 3).
+ * reports the pruning rate it sustained. BENCH_HISTORY_TRIALS sets the trials (default 3),
+ * BENCH_HISTORY_ONLY the measurements (e.g. `drain,latency`).
  */
 import { performance } from 'node:perf_hooks';
 import { pino } from 'pino';
@@ -29,6 +30,8 @@ import { median, percentile, type Bench, type BenchRow } from './table.ts';
 
 const N = Number(process.env.BENCH_HISTORY_JOBS ?? 10_000_000);
 const TRIALS = Number(process.env.BENCH_HISTORY_TRIALS ?? 3);
+/** Which measurements to run (comma-separated: drain, latency, burst, queries); default all. */
+const ONLY = new Set((process.env.BENCH_HISTORY_ONLY ?? 'drain,latency,burst,queries').split(','));
 const DRAIN = 50_000;
 const BURST = 5_000;
 const LATENCY_JOBS = 1_000;
@@ -319,26 +322,26 @@ export const bench: Bench = async () => {
       history: [],
       pruning: [],
     };
-    for (let t = 0; t < TRIALS; t++) {
+    for (let t = 0; t < (ONLY.has('drain') ? TRIALS : 0); t++) {
       say(`drain, trial ${t + 1} of ${TRIALS}…`);
       drains.empty.push(await drain(empty.db, jobsEmpty, null));
       drains.history.push(await drain(full.db, jobsFull, null));
       drains.pruning.push(await drain(full.db, jobsFull, pruned));
     }
-    for (let t = 0; t < TRIALS; t++) {
+    for (let t = 0; t < (ONLY.has('latency') ? TRIALS : 0); t++) {
       say(`latency, trial ${t + 1} of ${TRIALS}…`);
       lats.empty.push(await latency(empty.db, jobsEmpty, null));
       lats.history.push(await latency(full.db, jobsFull, null));
       lats.pruning.push(await latency(full.db, jobsFull, pruned));
     }
     const bursts: Record<'empty' | 'history', number[]> = { empty: [], history: [] };
-    for (let t = 0; t < TRIALS; t++) {
+    for (let t = 0; t < (ONLY.has('burst') ? TRIALS : 0); t++) {
       say(`burst, trial ${t + 1} of ${TRIALS}…`);
       bursts.empty.push(await burst(empty.db, t));
       bursts.history.push(await burst(full.db, t));
     }
     const base = median(drains.empty);
-    for (const k of ['empty', 'history', 'pruning'] as const) {
+    for (const k of ONLY.has('drain') ? (['empty', 'history', 'pruning'] as const) : []) {
       const m = median(drains[k]);
       rows.push({
         group: 'history',
@@ -350,7 +353,7 @@ export const bench: Bench = async () => {
     }
     const p50e = median(lats.empty.map((l) => l.p50));
     const p99e = median(lats.empty.map((l) => l.p99));
-    for (const k of ['empty', 'history', 'pruning'] as const) {
+    for (const k of ONLY.has('latency') ? (['empty', 'history', 'pruning'] as const) : []) {
       const p50 = median(lats[k].map((l) => l.p50));
       const p99 = median(lats[k].map((l) => l.p99));
       rows.push({
@@ -366,7 +369,7 @@ export const bench: Bench = async () => {
         )} ms`,
       });
     }
-    for (const k of ['empty', 'history'] as const) {
+    for (const k of ONLY.has('burst') ? (['empty', 'history'] as const) : []) {
       const m = median(bursts[k]);
       rows.push({
         group: 'history',
@@ -381,6 +384,7 @@ export const bench: Bench = async () => {
       value: `${fmt(pruned.rows / Math.max(pruned.seconds, 1e-9))} rows/s`,
       note: `${pruned.rows.toLocaleString('en')} rows (jobs, attempts) in ${fmt(pruned.seconds, 1)} s at the default batch and duty cycle; a jobs batch took p50 ${fmt(median(pruned.batchMs), 1)} ms, p99 ${fmt(percentile(pruned.batchMs, 99), 1)} ms`,
     });
+    if (!ONLY.has('queries')) return rows;
     say('list and overview queries…');
     for (const d of [empty, full]) {
       await fresh(d.db, 'drain');
