@@ -28,6 +28,7 @@ const ROUTES = [
   'POST /v1/jobs/{id}/retry',
   'GET /v1/dead-letter',
   'POST /v1/dead-letter/retry',
+  'POST /v1/dead-letter/discard',
   'GET /v1/workflows',
   'POST /v1/workflows',
   'GET /v1/workflows/{id}',

@@ -71,3 +71,43 @@ test('lateness survives pruning over HTTP, tenant-scoped; /metrics counts what w
   assert.ok(oldest?.[1] !== undefined, 'oldest occurrence age exported');
   assert.ok(Number(oldest[1]) < 3_600, `oldest occurrence left is the recent one: ${oldest[1]} s`);
 });
+
+test('a person discards dead jobs: only dead ones, with their attempts, only their tenant’s', async () => {
+  const now = new Date();
+  const [deadA, deadB, succeeded, otherTenant] = await insertJobs(api.db.pool, [
+    { state: 'dead', at: now, attempts: 3 },
+    { state: 'dead', at: now, attempts: 1 },
+    { state: 'succeeded', at: now },
+    { state: 'dead', at: now, tenant: 'globex' },
+  ]);
+  const ids = [deadA, deadB, succeeded, otherTenant] as number[];
+  const acme = await api.call<{ discarded: number[]; notDiscarded: number[] }>(
+    'POST',
+    '/v1/dead-letter/discard',
+    { token: api.tokens.acme, body: { ids } },
+  );
+  assert.equal(acme.status, 200);
+  assert.deepEqual(acme.body.discarded, []);
+  const admin = await api.call<{ discarded: number[]; notDiscarded: number[] }>(
+    'POST',
+    '/v1/dead-letter/discard',
+    {
+      body: { ids: [deadA, deadB, succeeded] },
+    },
+  );
+  assert.deepEqual(admin.body, { discarded: [deadA, deadB], notDiscarded: [succeeded] });
+  const { rows } = await api.db.pool.query<{ id: number }>(
+    'SELECT id FROM jobs WHERE id = ANY ($1) ORDER BY id',
+    [ids],
+  );
+  assert.deepEqual(
+    rows.map((r) => r.id),
+    [succeeded, otherTenant],
+  );
+  const attempts = await api.db.pool.query('SELECT 1 FROM job_attempts WHERE job_id = ANY ($1)', [
+    [deadA, deadB],
+  ]);
+  assert.equal(attempts.rowCount, 0);
+  const both = await api.call('POST', '/v1/dead-letter/discard', { body: { ids: [deadA], queue: 'q' } });
+  assert.equal(both.status, 400);
+});
