@@ -12,6 +12,7 @@ const benches: Record<string, () => Promise<Bench>> = {
   worker: async () => (await import('./worker.ts')).bench,
   workflow: async () => (await import('./workflow.ts')).bench,
   schedule: async () => (await import('./schedule.ts')).bench,
+  history: async () => (await import('./history.ts')).bench,
 };
 
 const wanted = process.argv.slice(2);

@@ -37,6 +37,24 @@ export type { NodePage, WorkflowStatus } from './workflow/status.ts';
 export type { WorkflowListOptions, WorkflowPage, WorkflowSummary } from './workflow/list.ts';
 export { SignalTimer, signalTimeoutsFire } from './workflow/signal-timer.ts';
 export { createApiServer, type ApiServer, type ApiServerOptions } from './api/server.ts';
-export { exportSchedulerMetrics, exportWorkerMetrics } from './api/process-metrics.ts';
+export {
+  exportMaintenanceMetrics,
+  exportSchedulerMetrics,
+  exportWorkerMetrics,
+} from './api/process-metrics.ts';
+export {
+  Maintenance,
+  MAINTENANCE_DEFAULTS,
+  type MaintenanceOptions,
+  type PassResult,
+} from './maintenance/maintenance.ts';
+export type { MaintenanceMetricsSnapshot, PrunedTable } from './maintenance/metrics.ts';
+export {
+  RETENTION_DEFAULTS,
+  RetentionConfigError,
+  type RetentionConfig,
+  type RetentionDuration,
+  type RetentionOverride,
+} from './maintenance/retention-config.ts';
 export { PushExecutor, type PushExecutorOptions } from './push/executor.ts';
 export { PUSH_KIND, PUSH_QUEUE } from './push/target.ts';

@@ -7,7 +7,13 @@
 import { Counter, Gauge, Histogram, Registry, register as defaultRegistry } from 'prom-client';
 import type { Pool } from '../store/pool.ts';
 import { occurrenceLagSince, occurrenceLastId } from '../store/occurrence-lag.ts';
-import { jobCountOpenByQueueState, leaseList, scheduleLagSeconds } from '../store/stats.ts';
+import { retentionCountList } from '../store/retention.ts';
+import {
+  historyOldestRows,
+  jobCountOpenByQueueState,
+  leaseList,
+  scheduleLagSeconds,
+} from '../store/stats.ts';
 import { registerProcessMetrics } from './process-metrics.ts';
 
 export interface ApiMetrics {
@@ -78,6 +84,19 @@ export function createApiMetrics(pool: Pool): ApiMetrics {
     labelNames: ['lease', 'holder'] as const,
     registers: [registry],
   });
+  const oldest = new Gauge({
+    name: 'tidemark_history_oldest_row_age_seconds',
+    help: 'Age of the oldest row left in each history table (levels off at the retention period)',
+    labelNames: ['table'] as const,
+    registers: [registry],
+  });
+
+  const pruned = new Counter({
+    name: 'tidemark_retention_pruned_rows_total',
+    help: 'History rows deleted by retention, per table, whichever replica pruned them',
+    labelNames: ['table'] as const,
+    registers: [registry],
+  });
 
   const occurrenceLag = new Histogram({
     name: 'tidemark_occurrence_lag_seconds',
@@ -105,13 +124,18 @@ export function createApiMetrics(pool: Pool): ApiMetrics {
   registerProcessMetrics(registry);
 
   async function collect(): Promise<void> {
-    const [counts, lagS, leases] = await Promise.all([
+    const [counts, lagS, leases, oldestRows, prunedRows] = await Promise.all([
       jobCountOpenByQueueState(pool),
       scheduleLagSeconds(pool),
       leaseList(pool),
+      historyOldestRows(pool),
+      retentionCountList(pool),
       observeLedger(),
     ]);
-    for (const g of [jobs, backlog, running, dead, epoch, held]) g.reset();
+    for (const g of [jobs, backlog, running, dead, epoch, held, oldest, pruned]) g.reset();
+    for (const row of prunedRows) pruned.inc({ table: row.table }, row.rows);
+    for (const row of oldestRows)
+      if (row.ageSeconds !== null) oldest.set({ table: row.table }, row.ageSeconds);
     for (const row of counts) {
       jobs.set({ queue: row.queue, state: row.state }, row.n);
       if (row.state === 'available') backlog.set({ queue: row.queue }, row.n);

@@ -9,11 +9,13 @@
  */
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { LATENCY_BOUNDS_S, type HistogramCounts } from '../histogram.ts';
+import type { MaintenanceMetricsSnapshot } from '../maintenance/metrics.ts';
 import type { SchedulerMetricsSnapshot } from '../scheduler/metrics.ts';
 import type { QueueMetrics } from '../worker/metrics.ts';
 
 const schedulers = new Set<{ snapshot(): SchedulerMetricsSnapshot }>();
 const workers = new Set<{ metrics(): QueueMetrics[] }>();
+const maintenances = new Set<{ snapshot(): MaintenanceMetricsSnapshot }>();
 
 export function exportSchedulerMetrics(source: { snapshot(): SchedulerMetricsSnapshot }): () => void {
   schedulers.add(source);
@@ -23,6 +25,11 @@ export function exportSchedulerMetrics(source: { snapshot(): SchedulerMetricsSna
 export function exportWorkerMetrics(source: { metrics(): QueueMetrics[] }): () => void {
   workers.add(source);
   return () => workers.delete(source);
+}
+
+export function exportMaintenanceMetrics(source: { snapshot(): MaintenanceMetricsSnapshot }): () => void {
+  maintenances.add(source);
+  return () => maintenances.delete(source);
 }
 
 type Labelled = { labels: Record<string, string>; counts: HistogramCounts };
@@ -185,6 +192,24 @@ export function registerProcessMetrics(registry: Registry): void {
   counter('tidemark_job_outcomes_total', 'Attempt outcomes in this process', ['queue', 'outcome'], (c) => {
     for (const q of queueMetrics()) {
       for (const [outcome, n] of Object.entries(q.outcomes)) c.inc({ queue: q.queue, outcome }, n);
+    }
+  });
+  new Counter({
+    name: 'tidemark_retention_passes_total',
+    help: 'Retention passes this process has completed while holding the maintenance lease',
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const m of maintenances) this.inc(m.snapshot().passes);
+    },
+  });
+  gauge('tidemark_maintenance_leader', "1 while this process's maintenance role holds its lease", [], (g) => {
+    for (const m of maintenances) g.set(m.snapshot().role === 'leader' ? 1 : 0);
+  });
+  gauge('tidemark_retention_last_pass_duration_seconds', 'Duration of the last retention pass', [], (g) => {
+    for (const m of maintenances) {
+      const ms = m.snapshot().lastPassMs;
+      if (ms !== null) g.set(ms / 1000);
     }
   });
 }

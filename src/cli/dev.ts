@@ -11,12 +11,14 @@ import { createLogger, type Logger } from '../log.ts';
 import type { Command } from './main.ts';
 import { UsageError } from './usage-error.ts';
 
-const HELP = `usage: tidemark dev [--data-dir DIR] [--port N] [--handlers MODULE [--queue NAME[:N]]...]
+const HELP = `usage: tidemark dev [--data-dir DIR] [--port N] [--handlers MODULE [--queue NAME[:N]]...] [--retention FILE]
 
 Runs Tidemark in one process. Without DATABASE_URL, starts an embedded PostgreSQL with its data in
 --data-dir (default ./.tidemark) on --port (default ${DEFAULT_EMBEDDED_PORT}, or a free port when taken).
 With --handlers, also runs a worker for MODULE's job kinds on the --queue queues (default 'default');
 without it no worker runs and jobs stay queued for a 'tidemark worker' elsewhere.
+The maintenance role prunes finished history after the retention periods in --retention FILE
+(JSON; default: succeeded 7 days, dead and cancelled 30 days, occurrences 30 days).
 `;
 
 /** Something `dev` runs alongside the database; each later role (scheduler, worker, API) is one. */
@@ -36,6 +38,7 @@ export const command: Command = {
         // The worker role runs only with --handlers: without a handlers module it could only fail jobs.
         handlers: { type: 'string' },
         queue: { type: 'string', multiple: true },
+        retention: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
     });
@@ -76,6 +79,7 @@ export const command: Command = {
         dataDir: values['data-dir'],
         handlers: values.handlers,
         queue: values.queue,
+        retention: values.retention,
       });
     } catch (error) {
       // A role that fails to start must not leave the others, or the embedded server, running.
@@ -105,12 +109,17 @@ interface RoleOptions {
   dataDir: string;
   handlers: string | undefined;
   queue: string[] | undefined;
+  retention: string | undefined;
 }
 
 /** Starts every role into `roles` as it comes up, so a failure part-way can stop those already running. */
 async function startRoles(roles: Role[], options: RoleOptions): Promise<void> {
   const { pool, url, log } = options;
-  const { exportSchedulerMetrics, exportWorkerMetrics } = await import('../api/process-metrics.ts');
+  const { exportMaintenanceMetrics, exportSchedulerMetrics, exportWorkerMetrics } =
+    await import('../api/process-metrics.ts');
+  // Checked first: a bad retention file stops dev before any role starts.
+  const { createMaintenance } = await import('./maintenance-role.ts');
+  const maintenance = await createMaintenance(pool, log.child({ role: 'maintenance' }), options.retention);
   roles.push(
     await (await import('../api/role.ts')).startDevApi({ pool, dataDir: options.dataDir, logger: log }),
   );
@@ -146,6 +155,15 @@ async function startRoles(roles: Role[], options: RoleOptions): Promise<void> {
     stop: async () => {
       withdraw();
       await scheduler.stop();
+    },
+  });
+  maintenance.start();
+  const withdrawMaintenance = exportMaintenanceMetrics(maintenance.metrics);
+  roles.push({
+    name: 'maintenance',
+    stop: async () => {
+      withdrawMaintenance();
+      await maintenance.stop();
     },
   });
 }

@@ -7,11 +7,13 @@
 import { parseArgs } from 'node:util';
 import { createLogger } from '../log.ts';
 import { DueIndexKind } from '../scheduler/due-index.ts';
+import type { Maintenance } from '../maintenance/maintenance.ts';
 import { Scheduler, SCHEDULER_DEFAULTS } from '../scheduler/scheduler.ts';
 import { TimeSourceKind } from '../scheduler/time-source.ts';
 import { migrate } from '../store/migrate.ts';
 import { createPool } from '../store/pool.ts';
 import { requireDatabaseUrl } from './database-url.ts';
+import { createMaintenance } from './maintenance-role.ts';
 import type { Command } from './main.ts';
 import { UsageError } from './usage-error.ts';
 
@@ -33,6 +35,9 @@ options:
   --holder NAME            this replica's name in the lease (default host:pid:random)
   --unsafe-no-election     every replica materialises, without a lease; only to prove that the
                            unique key alone prevents duplicate occurrences
+  --retention FILE         retention settings (JSON; docs/production.md). Every scheduler replica
+                           also runs the maintenance role: the one holding its lease prunes history
+  --no-maintenance         do not run the maintenance role in this replica
 
 DURATION is a number with ms, s or m (e.g. 500ms, 2s); a bare number is milliseconds.
 `;
@@ -76,6 +81,8 @@ export const command: Command = {
         writers: { type: 'string' },
         holder: { type: 'string' },
         'unsafe-no-election': { type: 'boolean', default: false },
+        retention: { type: 'string' },
+        'no-maintenance': { type: 'boolean', default: false },
         help: { type: 'boolean', short: 'h' },
       },
     });
@@ -114,7 +121,11 @@ export const command: Command = {
     const url = requireDatabaseUrl();
     const log = createLogger('scheduler');
     const pool = createPool({ connectionString: url, applicationName: 'tidemark-scheduler' });
+    let maintenance: Maintenance | null = null;
     try {
+      if (values['no-maintenance'] !== true) {
+        maintenance = await createMaintenance(pool, log.child({ role: 'maintenance' }), values.retention);
+      }
       await migrate(pool);
     } catch (error) {
       await pool.end().catch(() => undefined);
@@ -144,6 +155,7 @@ export const command: Command = {
       },
     });
     await scheduler.start();
+    maintenance?.start();
     process.stdout.write(
       `scheduler ${scheduler.holder} started (${scheduler.isLeader ? 'leader' : 'standby'})\n`,
     );
@@ -160,6 +172,7 @@ export const command: Command = {
       process.exit(1);
     }
     log.info({ signal }, 'stopping');
+    await maintenance?.stop();
     await scheduler.stop();
     await pool.end();
     process.stdout.write(

@@ -3,6 +3,11 @@
  * schedule's occurrence ledger. Input is validated completely before anything is written; a bad
  * field is a ScheduleInputError naming the field and the reason, and nothing is written.
  */
+import {
+  occurrenceLatenessBySchedule,
+  occurrenceLatenessPerMinute,
+  type LatenessBucket,
+} from '../store/occurrence-rollup.ts';
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import type { Clock } from '../clock.ts';
@@ -335,6 +340,24 @@ export class ScheduleClient {
   /** The schedule's ledger, newest first: did the 09:00 run happen, and how late was it. */
   async occurrences(id: string, options: { before?: Date; limit?: number } = {}): Promise<Occurrence[]> {
     return occurrenceListBySchedule(this.#pool, id, options.before ?? null, options.limit ?? 100);
+  }
+
+  /**
+   * The schedule's occurrences per UTC day of fire time in [from, to), newest first: counts and
+   * lateness, from the ledger's rows and, once retention has pruned them, from its rollup.
+   */
+  async lateness(id: string, range: { from: Date; to: Date; limit?: number }): Promise<LatenessBucket[]> {
+    return occurrenceLatenessBySchedule(this.#pool, id, { ...range, limit: range.limit ?? 100 });
+  }
+
+  /** Lateness per minute of fire time in [from, to), oldest first, all tenants or one. */
+  async latenessPerMinute(range: {
+    from: Date;
+    to: Date;
+    tenantId?: string;
+    limit?: number;
+  }): Promise<LatenessBucket[]> {
+    return occurrenceLatenessPerMinute(this.#pool, { ...range, limit: range.limit ?? 1_440 });
   }
 
   /**

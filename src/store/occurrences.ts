@@ -281,11 +281,18 @@ export async function occurrenceListBySchedule(
     schedule_version: number | null;
   }>({
     name: 'occurrenceListBySchedule',
+    // One branch per source, each the predicate of one of the two partial (schedule_id, fire_at)
+    // indexes (0002): a query naming neither can use neither, and read the whole ledger instead.
     text: `SELECT id, schedule_id, fire_at, state, source, materialised_at,
                   (extract(epoch FROM materialised_at - fire_at) * 1000)::float8 AS lag_ms,
                   epoch, job_id, reason, schedule_version
-             FROM occurrences
-            WHERE schedule_id = $1 AND ($2::timestamptz IS NULL OR fire_at < $2)
+             FROM ((SELECT * FROM occurrences
+                     WHERE schedule_id = $1 AND source = 'schedule' AND fire_at < coalesce($2::timestamptz, 'infinity')
+                     ORDER BY fire_at DESC, id DESC LIMIT $3)
+                   UNION ALL
+                   (SELECT * FROM occurrences
+                     WHERE schedule_id = $1 AND source = 'trigger' AND fire_at < coalesce($2::timestamptz, 'infinity')
+                     ORDER BY fire_at DESC, id DESC LIMIT $3)) o
             ORDER BY fire_at DESC, id DESC LIMIT $3`,
     values: [scheduleId, before, limit],
   });

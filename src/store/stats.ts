@@ -14,9 +14,16 @@ export interface JobCountRow {
 export async function jobCountOpenByQueueState(db: Queryable): Promise<JobCountRow[]> {
   const { rows } = await db.query<JobCountRow>({
     name: 'jobCountOpenByQueueState',
-    text: `SELECT queue, state, count(*)::int AS n FROM jobs
-            WHERE state IN ('scheduled', 'available', 'running', 'dead')
-            GROUP BY queue, state`,
+    // One branch per state, each the predicate of that state's partial index (0003, 0016), so a
+    // scrape reads only the open and dead jobs, never the finished history beside them.
+    text: `SELECT queue, 'available' AS state, count(*)::int AS n FROM jobs WHERE state = 'available' GROUP BY queue
+           UNION ALL
+           SELECT queue, 'scheduled', count(*)::int FROM jobs WHERE state = 'scheduled' GROUP BY queue
+           UNION ALL
+           SELECT queue, 'running', count(*)::int FROM jobs
+            WHERE state = 'running' AND lease_expires_at IS NOT NULL GROUP BY queue
+           UNION ALL
+           SELECT queue, 'dead', count(*)::int FROM jobs WHERE state = 'dead' GROUP BY queue`,
   });
   return rows;
 }
@@ -55,4 +62,33 @@ export async function leaseList(db: Queryable): Promise<LeaseStatRow[]> {
 export async function migrationVersionApplied(db: Queryable): Promise<number> {
   const { rows } = await db.query<{ v: number | null }>('SELECT max(version) AS v FROM tidemark_migrations');
   return rows[0]?.v ?? 0;
+}
+
+export interface OldestRow {
+  table: string;
+  /** How long ago the oldest row left was made, by the database's clock; null when the table is empty. */
+  ageSeconds: number | null;
+}
+
+/**
+ * The age of the oldest row left in each history table, each one row from the front of an index:
+ * retention working shows as ages that level off at the retention period.
+ */
+export async function historyOldestRows(db: Queryable): Promise<OldestRow[]> {
+  const { rows } = await db.query<OldestRow>({
+    name: 'historyOldestRows',
+    text: `SELECT t.table, extract(epoch FROM now() - t.at)::float8 AS "ageSeconds" FROM (
+             SELECT 'jobs' AS table, (SELECT created_at FROM jobs ORDER BY id LIMIT 1) AS at
+             UNION ALL
+             SELECT 'job_attempts', (SELECT started_at FROM job_attempts ORDER BY job_id, attempt LIMIT 1)
+             UNION ALL
+             SELECT 'occurrences', (SELECT fire_at FROM occurrences ORDER BY id LIMIT 1)
+             UNION ALL
+             SELECT 'workflows', (SELECT created_at FROM workflows ORDER BY created_at, id LIMIT 1)
+             UNION ALL
+             SELECT 'workflow_nodes', (SELECT w.created_at FROM workflow_nodes n JOIN workflows w ON w.id = n.workflow_id
+                                        ORDER BY n.id LIMIT 1)
+           ) t`,
+  });
+  return rows;
 }

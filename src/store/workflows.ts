@@ -30,6 +30,8 @@ export interface WorkflowRow {
   created_at: Date;
   finished_at: Date | null;
   updated_at: Date;
+  /** Set when retention began deleting its nodes; the row itself goes last. */
+  pruned_at: Date | null;
 }
 
 /** The part of a locked workflow row that release and failure decisions read. */
@@ -64,8 +66,12 @@ export async function workflowGet(q: Queryable, id: string): Promise<WorkflowRow
   return rows[0] ?? null;
 }
 
+/** Locks the row; a workflow being pruned (pruned_at set) is treated as gone by every change. */
 export async function workflowLock(q: Queryable, id: string): Promise<WorkflowRow | null> {
-  const { rows } = await q.query<WorkflowRow>('SELECT * FROM workflows WHERE id = $1 FOR UPDATE', [id]);
+  const { rows } = await q.query<WorkflowRow>(
+    'SELECT * FROM workflows WHERE id = $1 AND pruned_at IS NULL FOR UPDATE',
+    [id],
+  );
   return rows[0] ?? null;
 }
 
@@ -77,7 +83,8 @@ export async function workflowLock(q: Queryable, id: string): Promise<WorkflowRo
  * id.
  */
 const OWNING_WORKFLOWS = (nodeColumn: string): string =>
-  `w.id = ANY (ARRAY(SELECT DISTINCT n.workflow_id FROM workflow_nodes n WHERE n.${nodeColumn} = ANY ($1::bigint[])))`;
+  `w.id = ANY (ARRAY(SELECT DISTINCT n.workflow_id FROM workflow_nodes n WHERE n.${nodeColumn} = ANY ($1::bigint[])))
+   AND w.pruned_at IS NULL`;
 
 /**
  * Locks, in id order, the workflows that own any of these jobs; empty when none is a workflow node.

@@ -103,6 +103,11 @@ test('quick start: a tenant token, a weekday-9am schedule for a URL, trigger now
   assert.equal(history.code, 0, history.stderr);
   assert.match(history.stdout, /FIRE TIME\s+STATE\s+SOURCE/);
   assert.match(history.stdout, new RegExp(`enqueued\\s+trigger\\s+\\S+ s\\s+${jobId}`));
+  const daily = await cli(['schedule', 'history', schedule.id, '--days', '2'], token);
+  assert.equal(daily.code, 0, daily.stderr);
+  // Today's row: nothing scheduled yet, the one trigger-now.
+  assert.match(daily.stdout, /DAY \(UTC\)\s+SCHEDULED\s+TRIGGERED/);
+  assert.match(daily.stdout, new RegExp(`${new Date().toISOString().slice(0, 10)}\\s+0\\s+1\\s+0\\s+0\\s+0`));
   const job = await until(async () => {
     const r = await cli(['job', 'show', String(jobId), '--json'], token);
     const j = JSON.parse(r.stdout) as { state: string };

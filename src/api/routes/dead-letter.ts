@@ -1,6 +1,10 @@
-/** The dead letter: jobs that exhausted their attempts (or failed without retry), listed and re-run. */
+/**
+ * The dead letter: jobs that exhausted their attempts (or failed without retry), listed, re-run or
+ * discarded. Left alone, a dead job stays until retention removes it (30 days by default).
+ */
 import { Type } from '@sinclair/typebox';
 import { jobDeadIdsSearch, jobIdsInTenant, jobSearch } from '../../store/job-search.ts';
+import { jobDiscardDead } from '../../store/job-discard.ts';
 import { jobRetryMany } from '../../store/jobs.ts';
 import type { Api } from '../app.ts';
 import { tenantScope } from '../auth.ts';
@@ -10,6 +14,21 @@ import { JobId, Name, PageLimit, QueueName, TenantId, withErrors } from '../sche
 import type { RouteDeps } from '../server.ts';
 
 const MAX_RETRY = 1000;
+
+/** Dead jobs a retry or discard names: the ids given (only those dead and visible), or a filter's. */
+async function selectDead(
+  pool: RouteDeps['pool'],
+  b: { ids?: number[]; queue?: string; kind?: string; limit?: number },
+  tenant: string | undefined,
+): Promise<number[]> {
+  if (b.ids !== undefined && (b.queue !== undefined || b.kind !== undefined || b.limit !== undefined)) {
+    throw badRequest([{ field: 'body.ids', reason: 'give ids or a filter (queue, kind, limit), not both' }]);
+  }
+  return b.ids === undefined
+    ? await jobDeadIdsSearch(pool, { tenantId: tenant, queue: b.queue, kind: b.kind, limit: b.limit ?? 100 })
+    : // Only dead ones: jobRetryMany would also re-run cancelled and failed jobs.
+      await jobIdsInTenant(pool, [...new Set(b.ids)], tenant, 'dead');
+}
 
 export function deadLetterRoutes(app: Api, deps: RouteDeps): void {
   const { pool } = deps;
@@ -79,28 +98,51 @@ export function deadLetterRoutes(app: Api, deps: RouteDeps): void {
     },
     async (request) => {
       const b = request.body;
-      const tenant = tenantScope(request, b.tenantId);
-      if (b.ids !== undefined && (b.queue !== undefined || b.kind !== undefined || b.limit !== undefined)) {
-        throw badRequest([
-          { field: 'body.ids', reason: 'give ids or a filter (queue, kind, limit), not both' },
-        ]);
-      }
-      const ids =
-        b.ids === undefined
-          ? await jobDeadIdsSearch(pool, {
-              tenantId: tenant,
-              queue: b.queue,
-              kind: b.kind,
-              limit: b.limit ?? 100,
-            })
-          : // Only dead ones: jobRetryMany would also re-run cancelled and failed jobs.
-            await jobIdsInTenant(pool, [...new Set(b.ids)], tenant, 'dead');
+      const ids = await selectDead(pool, b, tenantScope(request, b.tenantId));
       const retried = await jobRetryMany(pool, ids, b.extraAttempts ?? 1);
       const done = new Set(retried);
       const asked = b.ids ?? ids;
       return {
         retried: retried.sort((x, y) => x - y),
         notRetried: [...new Set(asked)].filter((id) => !done.has(id)),
+      };
+    },
+  );
+
+  app.post(
+    '/v1/dead-letter/discard',
+    {
+      schema: {
+        summary: 'Delete dead jobs with their attempts, by ids or by filter (up to 1,000 per call)',
+        tags: ['dead-letter'],
+        body: Type.Object(
+          {
+            ids: Type.Optional(Type.Array(JobId, { minItems: 1, maxItems: MAX_RETRY })),
+            queue: Type.Optional(QueueName),
+            kind: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+            tenantId: Type.Optional(TenantId),
+            limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_RETRY, default: 100 })),
+          },
+          { additionalProperties: false },
+        ),
+        response: withErrors({
+          200: Type.Object({
+            discarded: Type.Array(Type.Integer()),
+            notDiscarded: Type.Array(Type.Integer(), {
+              description: 'ids asked for that are not dead (or not visible to this token)',
+            }),
+          }),
+        }),
+      },
+    },
+    async (request) => {
+      const b = request.body;
+      const ids = await selectDead(pool, b, tenantScope(request, b.tenantId));
+      const discarded = await jobDiscardDead(pool, ids);
+      const done = new Set(discarded);
+      return {
+        discarded,
+        notDiscarded: [...new Set(b.ids ?? ids)].filter((id) => !done.has(id)),
       };
     },
   );

@@ -16,6 +16,7 @@ import {
   type ScheduleUpdate,
 } from '../../scheduler/schedule-client.ts';
 import type { ScheduleRow } from '../../store/schedules.ts';
+import type { LatenessBucket } from '../../store/occurrence-rollup.ts';
 import type { OccurrenceRow } from '../../store/occurrences.ts';
 import { PUSH_KIND, PUSH_QUEUE, pushPayload } from '../../push/target.ts';
 import type { Api } from '../app.ts';
@@ -209,6 +210,43 @@ function scheduleJson(row: ScheduleRow, now: Date) {
     lastFireAt: row.lastFireAt?.toISOString() ?? null,
     createdAt: row.createdAt.toISOString(),
     updatedAt: row.updatedAt.toISOString(),
+  };
+}
+
+const LatenessSchema = Type.Object({
+  at: Type.String({ format: 'date-time', description: 'start of the minute, or of the UTC day' }),
+  scheduled: Type.Integer({ description: 'occurrences the schedule enqueued (these carry the lateness)' }),
+  triggered: Type.Integer({ description: 'occurrences enqueued by trigger-now' }),
+  skipped: Type.Integer(),
+  missed: Type.Integer(),
+  late: Type.Integer({ description: 'scheduled occurrences decided more than 2 s after their fire time' }),
+  lateMeanMs: Type.Number(),
+  lateMaxMs: Type.Number(),
+});
+
+const latenessRange = {
+  from: Type.String({ format: 'date-time', description: 'fire times from this instant' }),
+  to: Type.Optional(
+    Type.String({ format: 'date-time', description: 'fire times before this (default now)' }),
+  ),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_080, description: 'buckets at most' })),
+};
+const LatenessQuery = Type.Object(latenessRange, { additionalProperties: false });
+const ClusterLatenessQuery = Type.Object(
+  { ...latenessRange, tenantId: Type.Optional(Type.String()) },
+  { additionalProperties: false },
+);
+
+function latenessJson(b: LatenessBucket) {
+  return {
+    at: b.at.toISOString(),
+    scheduled: b.scheduled,
+    triggered: b.triggered,
+    skipped: b.skipped,
+    missed: b.missed,
+    late: b.late,
+    lateMeanMs: b.lagMeanS * 1000,
+    lateMaxMs: b.lagMaxS * 1000,
   };
 }
 
@@ -501,6 +539,52 @@ export function scheduleRoutes(app: Api, deps: RouteDeps): void {
         items: rows.map(occurrenceJson),
         next: rows.length === limit ? (rows.at(-1)?.fireAt.toISOString() ?? null) : null,
       };
+    },
+  );
+
+  app.get(
+    '/v1/schedules/:id/lateness',
+    {
+      schema: {
+        summary:
+          "The schedule's occurrences per UTC day, newest first: counts and lateness, kept after retention prunes the ledger",
+        tags: ['schedules'],
+        params: IdParams,
+        querystring: LatenessQuery,
+        response: withErrors({ 200: Type.Object({ items: Type.Array(LatenessSchema) }) }),
+      },
+    },
+    async (request) => {
+      const current = await scheduleForCaller(schedules, request, request.params.id);
+      const rows = await schedules.lateness(current.id, {
+        from: new Date(request.query.from),
+        to: request.query.to === undefined ? now() : new Date(request.query.to),
+        limit: request.query.limit ?? 100,
+      });
+      return { items: rows.map(latenessJson) };
+    },
+  );
+
+  app.get(
+    '/v1/lateness',
+    {
+      schema: {
+        summary:
+          'Occurrences per minute of fire time, oldest first: counts and lateness of every schedule (the tenant’s, for a tenant token)',
+        tags: ['schedules'],
+        querystring: ClusterLatenessQuery,
+        response: withErrors({ 200: Type.Object({ items: Type.Array(LatenessSchema) }) }),
+      },
+    },
+    async (request) => {
+      const tenantId = tenantScope(request, request.query.tenantId);
+      const rows = await schedules.latenessPerMinute({
+        from: new Date(request.query.from),
+        to: request.query.to === undefined ? now() : new Date(request.query.to),
+        tenantId,
+        limit: request.query.limit ?? 1_440,
+      });
+      return { items: rows.map(latenessJson) };
     },
   );
 }

@@ -145,9 +145,12 @@ export const command = subcommands('schedule', 'manage schedules through the HTT
     },
   },
   history: {
-    usage: 'history <id> [--limit N]',
-    options: { limit: { type: 'string' } },
+    usage: 'history <id> [--limit N] [--days N]',
+    options: { limit: { type: 'string' }, days: { type: 'string' } },
     async run(api, args, v) {
+      const days = parseIntOption('days', str(v, 'days'));
+      if (days !== undefined)
+        return dailyHistory(api, requireArg(args, 0, 'schedule id'), days, v.json === true);
       const limit = parseIntOption('limit', str(v, 'limit')) ?? 20;
       const page = await api.call<{
         items: {
@@ -179,3 +182,43 @@ export const command = subcommands('schedule', 'manage schedules through the HTT
     },
   },
 });
+
+/**
+ * `history <id> --days N`: one row per UTC day, newest first, from the ledger and, for days retention
+ * has pruned, from its rollup: the same counts and lateness either way.
+ */
+async function dailyHistory(api: ApiClient, id: string, days: number, json: boolean): Promise<number> {
+  if (!(days >= 1 && days <= 3_650)) throw new UsageError(`--days: ${days} is not between 1 and 3650`);
+  const from = new Date(Date.now() - days * 86_400_000).toISOString();
+  const page = await api.call<{
+    items: {
+      at: string;
+      scheduled: number;
+      triggered: number;
+      skipped: number;
+      missed: number;
+      late: number;
+      lateMeanMs: number;
+      lateMaxMs: number;
+    }[];
+  }>(
+    'GET',
+    `/v1/schedules/${encodeURIComponent(id)}/lateness?from=${encodeURIComponent(from)}&limit=${days + 1}`,
+  );
+  print(json, page, () =>
+    table(
+      ['day (UTC)', 'scheduled', 'triggered', 'skipped', 'missed', 'late > 2 s', 'mean late', 'max late'],
+      page.items.map((d) => [
+        d.at.slice(0, 10),
+        d.scheduled,
+        d.triggered,
+        d.skipped,
+        d.missed,
+        d.late,
+        `${(d.lateMeanMs / 1000).toFixed(1)} s`,
+        `${(d.lateMaxMs / 1000).toFixed(1)} s`,
+      ]),
+    ),
+  );
+  return 0;
+}

@@ -1,0 +1,122 @@
+/**
+ * Lateness over time, read from what the ledger holds now and from what retention rolled up before
+ * deleting (occurrence_minutes, occurrence_days; 0021). Each occurrence is in exactly one of the two
+ * (the pruning statement moves it), so the sums are exact across the retention boundary.
+ */
+import type { Queryable } from './pool.ts';
+
+export interface LatenessBucket {
+  /** Start of the minute (per-minute reads) or of the UTC day (per-schedule reads). */
+  at: Date;
+  /** Enqueued by the schedule: the occurrences that carry a lateness. */
+  scheduled: number;
+  triggered: number;
+  skipped: number;
+  missed: number;
+  /** Scheduled ones decided more than 2 s after their fire time. */
+  late: number;
+  /** Mean and worst lateness of the scheduled ones (0 when there were none). */
+  lagMeanS: number;
+  lagMaxS: number;
+}
+
+interface BucketRow {
+  at: Date;
+  scheduled: number;
+  triggered: number;
+  skipped: number;
+  missed: number;
+  late: number;
+  lag_sum_s: number;
+  lag_max_s: number;
+}
+
+function bucket(r: BucketRow): LatenessBucket {
+  return {
+    at: r.at,
+    scheduled: r.scheduled,
+    triggered: r.triggered,
+    skipped: r.skipped,
+    missed: r.missed,
+    late: r.late,
+    lagMeanS: r.scheduled > 0 ? r.lag_sum_s / r.scheduled : 0,
+    lagMaxS: r.lag_max_s,
+  };
+}
+
+/** The live rows' aggregate columns, in the rollup tables' order. */
+const LIVE_COLUMNS = `count(*) FILTER (WHERE o.state = 'enqueued' AND o.source = 'schedule') AS scheduled,
+  count(*) FILTER (WHERE o.state = 'enqueued' AND o.source = 'trigger') AS triggered,
+  count(*) FILTER (WHERE o.state = 'skipped') AS skipped,
+  count(*) FILTER (WHERE o.state = 'missed') AS missed,
+  count(*) FILTER (WHERE o.state = 'enqueued' AND o.source = 'schedule'
+                   AND o.materialised_at - o.fire_at > interval '2 seconds') AS late,
+  coalesce(sum(greatest(0, extract(epoch FROM o.materialised_at - o.fire_at)))
+           FILTER (WHERE o.state = 'enqueued' AND o.source = 'schedule'), 0)::float8 AS lag_sum_s,
+  coalesce(max(greatest(0, extract(epoch FROM o.materialised_at - o.fire_at)))
+           FILTER (WHERE o.state = 'enqueued' AND o.source = 'schedule'), 0)::float8 AS lag_max_s`;
+
+const SUMS = `sum(scheduled)::float8 AS scheduled, sum(triggered)::float8 AS triggered,
+  sum(skipped)::float8 AS skipped, sum(missed)::float8 AS missed, sum(late)::float8 AS late,
+  sum(lag_sum_s)::float8 AS lag_sum_s, max(lag_max_s)::float8 AS lag_max_s`;
+
+/**
+ * Lateness per minute of fire time in [from, to), all tenants (undefined) or one: the rollup's
+ * primary-key range and the ledger's (fire_at, id) range. At most `limit` minutes, oldest first.
+ */
+export async function occurrenceLatenessPerMinute(
+  db: Queryable,
+  range: { from: Date; to: Date; tenantId?: string; limit: number },
+): Promise<LatenessBucket[]> {
+  const { rows } = await db.query<BucketRow>({
+    name: 'occurrenceLatenessPerMinute',
+    text: `SELECT at, ${SUMS} FROM (
+             SELECT minute AS at, scheduled, triggered, skipped, missed, late, lag_sum_s, lag_max_s
+               FROM occurrence_minutes
+              WHERE minute >= date_trunc('minute', $1::timestamptz) AND minute < $2
+                AND ($3::text IS NULL OR tenant_id = $3)
+             UNION ALL
+             SELECT date_trunc('minute', o.fire_at), ${LIVE_COLUMNS}
+               FROM occurrences o
+              WHERE o.fire_at >= $1 AND o.fire_at < $2
+                -- A tenant's read looks up each row's schedule by primary key; an admin's reads none.
+                AND ($3::text IS NULL OR (SELECT s.tenant_id FROM schedules s WHERE s.id = o.schedule_id) = $3)
+              GROUP BY 1
+           ) b
+           GROUP BY at ORDER BY at LIMIT $4`,
+    values: [range.from, range.to, range.tenantId ?? null, range.limit],
+  });
+  return rows.map(bucket);
+}
+
+/**
+ * One schedule's occurrences per UTC day of fire time in [from, to), newest first: what its history
+ * says once the rows themselves are gone.
+ */
+export async function occurrenceLatenessBySchedule(
+  db: Queryable,
+  scheduleId: string,
+  range: { from: Date; to: Date; limit: number },
+): Promise<LatenessBucket[]> {
+  const { rows } = await db.query<BucketRow>({
+    name: 'occurrenceLatenessBySchedule',
+    text: `SELECT at, ${SUMS} FROM (
+             SELECT day AS at, scheduled, triggered, skipped, missed, late, lag_sum_s, lag_max_s
+               FROM occurrence_days
+              WHERE schedule_id = $1 AND day >= date_trunc('day', $2::timestamptz, 'UTC') AND day < $3
+             UNION ALL
+             SELECT date_trunc('day', o.fire_at, 'UTC'), ${LIVE_COLUMNS}
+               -- One branch per source: each is the predicate of one of the two partial
+               -- (schedule_id, fire_at) indexes (0002), which a query naming neither could not use.
+               FROM (SELECT * FROM occurrences
+                      WHERE schedule_id = $1 AND source = 'schedule' AND fire_at >= $2 AND fire_at < $3
+                     UNION ALL
+                     SELECT * FROM occurrences
+                      WHERE schedule_id = $1 AND source = 'trigger' AND fire_at >= $2 AND fire_at < $3) o
+              GROUP BY 1
+           ) b
+           GROUP BY at ORDER BY at DESC LIMIT $4`,
+    values: [scheduleId, range.from, range.to, range.limit],
+  });
+  return rows.map(bucket);
+}

@@ -1,0 +1,395 @@
+/**
+ * Retention: the statements that delete history in bounded batches. Every one is fenced by the
+ * maintenance lease the way the scheduler's writes are (occurrenceMaterialise): it locks the lease
+ * row FOR KEY SHARE with the holder's epoch, so it deletes nothing once another replica holds the
+ * lease, and a takeover waits until the batch in flight has committed. Two replicas therefore never
+ * prune at once.
+ *
+ * Which rows go is decided in SQL from a policy (RetentionPolicy, as jsonb): a row's retention is its
+ * queue's override, else its tenant's, else the default, in seconds; a negative value keeps forever.
+ * "Now" is the caller's clock when given (tests), else the database's clock_timestamp().
+ *
+ * Each statement reads a bounded page of an index (the primary key for jobs and occurrences,
+ * (finished_at, id) for workflows, (workflow_id, key) for nodes) from a cursor the caller carries through a pass, and
+ * deletes the eligible rows of that page by primary key (`= ANY (ARRAY(…))`, so the planner never
+ * turns it into a join over the table).
+ */
+import type { Fence } from './occurrences.ts';
+import type { Queryable } from './pool.ts';
+
+/** Seconds per retention key; negative: kept forever. `d` default, `q` per queue, `t` per tenant. */
+export interface RetentionPolicy {
+  d: RetentionSeconds;
+  q: Record<string, Partial<RetentionSeconds>>;
+  t: Record<string, Partial<RetentionSeconds>>;
+}
+
+export interface RetentionSeconds {
+  succeeded: number;
+  cancelled: number;
+  dead: number;
+  occurrences: number;
+}
+
+/** A row's retention in seconds, for a `key` expression and the row's queue and tenant expressions. */
+function retentionOf(key: string, queue: string, tenant: string): string {
+  return `coalesce((t.p -> 'q' -> ${queue} ->> ${key})::float8, (t.p -> 't' -> ${tenant} ->> ${key})::float8,
+                    (t.p -> 'd' ->> ${key})::float8)`;
+}
+
+/** The fence and "now" every statement starts with: $1–$3 the lease term, $4 now (null: database). */
+const PROLOGUE = `fence AS (
+    SELECT epoch FROM leases
+     WHERE name = $1 AND holder = $2 AND epoch = $3 AND expires_at > clock_timestamp()
+     FOR KEY SHARE
+  ), t AS (
+    SELECT coalesce($4::timestamptz, clock_timestamp()) AS now, $5::jsonb AS p
+  )`;
+
+function fenceValues(fence: Fence, now: Date | null, policy: RetentionPolicy): unknown[] {
+  return [fence.lease, fence.holder, fence.epoch, now, JSON.stringify(policy)];
+}
+
+export interface JobPruneResult {
+  fenced: boolean;
+  scanned: number;
+  deleted: number;
+  /** job_attempts rows that went with the deleted jobs (a success is on the job row itself, 0019). */
+  attempts: number;
+  /** The last id read: the next batch starts after it. */
+  lastId: number;
+  /** Every row read was created after the horizon, so no later row can be due either. */
+  young: boolean;
+}
+
+/**
+ * Reads the next `scan` jobs by id after `afterId` and deletes those finished (succeeded, cancelled,
+ * dead) longer ago than their retention; their job_attempts rows go with them (jobs_delete trigger,
+ * 0013). `horizonS` is the shortest retention in the policy: a job created less than that long ago
+ * cannot be due (it finished after it was created), so a page of only such jobs ends the pass.
+ */
+export async function jobPruneBatch(
+  db: Queryable,
+  fence: Fence,
+  now: Date | null,
+  policy: RetentionPolicy,
+  afterId: number,
+  scan: number,
+  horizonS: number,
+): Promise<JobPruneResult> {
+  const r = retentionOf('j.state', 'j.queue', 'j.tenant_id');
+  const { rows } = await db.query<{
+    fenced: boolean;
+    scanned: number;
+    deleted: number;
+    attempts: number;
+    last_id: number | null;
+    young: boolean | null;
+  }>({
+    name: 'jobPruneBatch',
+    text: `WITH ${PROLOGUE}, scan AS (
+             SELECT id, created_at FROM jobs
+              WHERE id > $6 AND EXISTS (SELECT 1 FROM fence)
+              ORDER BY id LIMIT $7
+           ), del AS (
+             DELETE FROM jobs j USING t
+              WHERE j.id = ANY (ARRAY(SELECT id FROM scan))
+                AND j.state IN ('succeeded', 'cancelled', 'dead')
+                AND ${r} >= 0 AND j.finished_at < t.now - make_interval(secs => ${r})
+             RETURNING j.id
+           )
+           SELECT EXISTS (SELECT 1 FROM fence) AS fenced,
+                  (SELECT count(*) FROM scan)::int AS scanned,
+                  (SELECT count(*) FROM del)::int AS deleted,
+                  -- The statement's snapshot still sees the attempts the trigger deletes.
+                  (SELECT count(*) FROM job_attempts a WHERE a.job_id = ANY (ARRAY(SELECT id FROM del)))::int AS attempts,
+                  (SELECT max(id) FROM scan) AS last_id,
+                  (SELECT min(created_at) FROM scan) >= (SELECT now FROM t) - make_interval(secs => $8) AS young`,
+    values: [...fenceValues(fence, now, policy), afterId, scan, horizonS],
+  });
+  const row = rows[0];
+  if (row === undefined) throw new Error('jobPruneBatch returned no row');
+  return {
+    fenced: row.fenced,
+    scanned: row.scanned,
+    deleted: row.deleted,
+    attempts: row.attempts,
+    lastId: row.last_id ?? afterId,
+    young: row.young ?? true,
+  };
+}
+
+export interface OccurrencePruneResult {
+  fenced: boolean;
+  scanned: number;
+  deleted: number;
+  lastId: number;
+  /** Every row read fired after the horizon: no later row can be due either. */
+  young: boolean;
+}
+
+/**
+ * Reads the next `scan` occurrences by id after `afterId` and deletes those that fired longer ago
+ * than their retention (by their schedule's queue and tenant; a deleted schedule's rows take the
+ * default). `horizonS` is the shortest occurrence retention: ids follow fire times (rows are written
+ * at their fire time), so a page of only younger rows ends the pass. The deleted rows are added to
+ * occurrence_minutes and occurrence_days in the same statement, so the aggregate holds each row
+ * exactly once whatever happens to the process.
+ */
+export async function occurrencePruneBatch(
+  db: Queryable,
+  fence: Fence,
+  now: Date | null,
+  policy: RetentionPolicy,
+  afterId: number,
+  scan: number,
+  horizonS: number,
+): Promise<OccurrencePruneResult> {
+  const r = retentionOf(`'occurrences'`, 's.queue', 's.tenant_id');
+  const { rows } = await db.query<{
+    fenced: boolean;
+    scanned: number;
+    deleted: number;
+    last_id: number | null;
+    young: boolean | null;
+  }>({
+    name: 'occurrencePruneBatch',
+    text: `WITH ${PROLOGUE}, scan AS (
+             SELECT o.id, o.fire_at, coalesce(s.tenant_id, '') AS tenant_id,
+                    ${r} >= 0 AND o.fire_at < t.now - make_interval(secs => ${r}) AS due
+               FROM occurrences o CROSS JOIN t
+               LEFT JOIN schedules s ON s.id = o.schedule_id
+              WHERE o.id > $6 AND EXISTS (SELECT 1 FROM fence)
+              ORDER BY o.id LIMIT $7
+           ), del AS (
+             DELETE FROM occurrences o
+              WHERE o.id = ANY (ARRAY(SELECT id FROM scan WHERE due))
+             RETURNING o.id, o.schedule_id, o.fire_at, o.state, o.source,
+                       greatest(0, extract(epoch FROM o.materialised_at - o.fire_at))::float8 AS lag
+           ), gone AS (
+             SELECT d.*, sc.tenant_id,
+                    (d.state = 'enqueued' AND d.source = 'schedule') AS scheduled
+               FROM del d JOIN scan sc ON sc.id = d.id
+           ), minutes AS (
+             INSERT INTO occurrence_minutes AS m
+                    (minute, tenant_id, scheduled, triggered, skipped, missed, late, lag_sum_s, lag_max_s)
+             SELECT date_trunc('minute', fire_at), tenant_id,
+                    count(*) FILTER (WHERE scheduled), count(*) FILTER (WHERE state = 'enqueued' AND NOT scheduled),
+                    count(*) FILTER (WHERE state = 'skipped'), count(*) FILTER (WHERE state = 'missed'),
+                    count(*) FILTER (WHERE scheduled AND lag > 2),
+                    coalesce(sum(lag) FILTER (WHERE scheduled), 0), coalesce(max(lag) FILTER (WHERE scheduled), 0)
+               FROM gone GROUP BY 1, 2
+             ON CONFLICT (minute, tenant_id) DO UPDATE SET
+               scheduled = m.scheduled + EXCLUDED.scheduled, triggered = m.triggered + EXCLUDED.triggered,
+               skipped = m.skipped + EXCLUDED.skipped, missed = m.missed + EXCLUDED.missed,
+               late = m.late + EXCLUDED.late, lag_sum_s = m.lag_sum_s + EXCLUDED.lag_sum_s,
+               lag_max_s = greatest(m.lag_max_s, EXCLUDED.lag_max_s)
+             RETURNING 1
+           ), days AS (
+             INSERT INTO occurrence_days AS y
+                    (schedule_id, day, tenant_id, scheduled, triggered, skipped, missed, late, lag_sum_s, lag_max_s)
+             SELECT schedule_id, date_trunc('day', fire_at, 'UTC'), min(tenant_id),
+                    count(*) FILTER (WHERE scheduled), count(*) FILTER (WHERE state = 'enqueued' AND NOT scheduled),
+                    count(*) FILTER (WHERE state = 'skipped'), count(*) FILTER (WHERE state = 'missed'),
+                    count(*) FILTER (WHERE scheduled AND lag > 2),
+                    coalesce(sum(lag) FILTER (WHERE scheduled), 0), coalesce(max(lag) FILTER (WHERE scheduled), 0)
+               FROM gone GROUP BY 1, 2
+             ON CONFLICT (schedule_id, day) DO UPDATE SET
+               scheduled = y.scheduled + EXCLUDED.scheduled, triggered = y.triggered + EXCLUDED.triggered,
+               skipped = y.skipped + EXCLUDED.skipped, missed = y.missed + EXCLUDED.missed,
+               late = y.late + EXCLUDED.late, lag_sum_s = y.lag_sum_s + EXCLUDED.lag_sum_s,
+               lag_max_s = greatest(y.lag_max_s, EXCLUDED.lag_max_s)
+             RETURNING 1
+           )
+           SELECT EXISTS (SELECT 1 FROM fence) AS fenced,
+                  (SELECT count(*) FROM scan)::int AS scanned,
+                  (SELECT count(*) FROM del)::int AS deleted,
+                  (SELECT max(id) FROM scan) AS last_id,
+                  (SELECT min(fire_at) FROM scan) >= (SELECT now FROM t) - make_interval(secs => $8) AS young`,
+    values: [...fenceValues(fence, now, policy), afterId, scan, horizonS],
+  });
+  const row = rows[0];
+  if (row === undefined) throw new Error('occurrencePruneBatch returned no row');
+  return {
+    fenced: row.fenced,
+    scanned: row.scanned,
+    deleted: row.deleted,
+    lastId: row.last_id ?? afterId,
+    young: row.young ?? true,
+  };
+}
+
+/** Where a finished-workflow page ends: (finished_at as text, id). */
+export interface WorkflowCursor {
+  finishedAt: string;
+  id: string;
+}
+
+export interface WorkflowMarkResult {
+  fenced: boolean;
+  scanned: number;
+  marked: number;
+  last: WorkflowCursor | null;
+}
+
+/**
+ * Marks for pruning (pruned_at) the finished workflows, among the next `scan` by (finished_at, id)
+ * that finished before the horizon, whose retention has passed: succeeded ones by the `succeeded`
+ * key, failed by `dead`, cancelled by `cancelled`, per tenant. A running workflow is never marked:
+ * the UPDATE re-checks the state under the row's lock, the lock a resume takes first.
+ */
+export async function workflowPruneMark(
+  db: Queryable,
+  fence: Fence,
+  now: Date | null,
+  policy: RetentionPolicy,
+  after: WorkflowCursor | null,
+  scan: number,
+  horizonS: number,
+): Promise<WorkflowMarkResult> {
+  const key = `CASE w.state WHEN 'failed' THEN 'dead' ELSE w.state END`;
+  const r = retentionOf(key, 'NULL::text', 'w.tenant_id');
+  const { rows } = await db.query<{
+    fenced: boolean;
+    scanned: number;
+    marked: number;
+    last_finished_at: string | null;
+    last_id: string | null;
+  }>({
+    name: 'workflowPruneMark',
+    text: `WITH ${PROLOGUE}, scan AS (
+             SELECT w.id, w.finished_at FROM workflows w CROSS JOIN t
+              WHERE w.state <> 'running' AND w.pruned_at IS NULL
+                AND w.finished_at < t.now - make_interval(secs => $9)
+                AND (w.finished_at, w.id) > ($6::timestamptz, $7::text)
+                AND EXISTS (SELECT 1 FROM fence)
+              ORDER BY w.finished_at, w.id LIMIT $8
+           ), marked AS (
+             UPDATE workflows w SET pruned_at = t.now FROM t
+              WHERE w.id = ANY (ARRAY(SELECT id FROM scan))
+                AND w.state <> 'running' AND w.pruned_at IS NULL
+                AND ${r} >= 0 AND w.finished_at < t.now - make_interval(secs => ${r})
+             RETURNING w.id
+           ), last AS (
+             SELECT finished_at::text AS finished_at, id FROM scan ORDER BY finished_at DESC, id DESC LIMIT 1
+           )
+           SELECT EXISTS (SELECT 1 FROM fence) AS fenced,
+                  (SELECT count(*) FROM scan)::int AS scanned,
+                  (SELECT count(*) FROM marked)::int AS marked,
+                  (SELECT finished_at FROM last) AS last_finished_at, (SELECT id FROM last) AS last_id`,
+    values: [
+      ...fenceValues(fence, now, policy),
+      after?.finishedAt ?? '-infinity',
+      after?.id ?? '',
+      scan,
+      horizonS,
+    ],
+  });
+  const row = rows[0];
+  if (row === undefined) throw new Error('workflowPruneMark returned no row');
+  return {
+    fenced: row.fenced,
+    scanned: row.scanned,
+    marked: row.marked,
+    last:
+      row.last_finished_at === null || row.last_id === null
+        ? null
+        : { finishedAt: row.last_finished_at, id: row.last_id },
+  };
+}
+
+/** Workflows marked for pruning and not yet gone (including those a previous holder left half-done). */
+export async function workflowPrunedList(db: Queryable, limit: number): Promise<string[]> {
+  const { rows } = await db.query<{ id: string }>({
+    name: 'workflowPrunedList',
+    text: 'SELECT id FROM workflows WHERE pruned_at IS NOT NULL ORDER BY id LIMIT $1',
+    values: [limit],
+  });
+  return rows.map((r) => r.id);
+}
+
+export interface NodePruneResult {
+  fenced: boolean;
+  deleted: number;
+  /** The last node key deleted: the next batch starts after it; null when none was left. */
+  lastKey: string | null;
+}
+
+/** Deletes the next `limit` nodes (by key, after `afterKey`) of a workflow marked for pruning. */
+export async function workflowNodePruneBatch(
+  db: Queryable,
+  fence: Fence,
+  workflowId: string,
+  afterKey: string | null,
+  limit: number,
+): Promise<NodePruneResult> {
+  const { rows } = await db.query<{ fenced: boolean; deleted: number; last_key: string | null }>({
+    name: 'workflowNodePruneBatch',
+    text: `WITH fence AS (
+             SELECT epoch FROM leases
+              WHERE name = $1 AND holder = $2 AND epoch = $3 AND expires_at > clock_timestamp()
+              FOR KEY SHARE
+           ), del AS (
+             DELETE FROM workflow_nodes n
+              WHERE n.id = ANY (ARRAY(
+                      SELECT id FROM workflow_nodes
+                       WHERE workflow_id = $4 AND key > $5
+                         AND EXISTS (SELECT 1 FROM fence)
+                         AND EXISTS (SELECT 1 FROM workflows w WHERE w.id = $4 AND w.pruned_at IS NOT NULL)
+                       ORDER BY key LIMIT $6))
+             RETURNING n.key
+           )
+           SELECT EXISTS (SELECT 1 FROM fence) AS fenced, (SELECT count(*) FROM del)::int AS deleted,
+                  (SELECT max(key) FROM del) AS last_key`,
+    values: [fence.lease, fence.holder, fence.epoch, workflowId, afterKey ?? '', limit],
+  });
+  const row = rows[0];
+  if (row === undefined) throw new Error('workflowNodePruneBatch returned no row');
+  return { fenced: row.fenced, deleted: row.deleted, lastKey: row.last_key };
+}
+
+/**
+ * Deletes a marked workflow's own row once none of its nodes is left (its signals go by their
+ * foreign key's cascade). Returns whether the row went.
+ */
+export async function workflowPrunedDelete(
+  db: Queryable,
+  fence: Fence,
+  workflowId: string,
+): Promise<{ fenced: boolean; deleted: boolean }> {
+  const { rows } = await db.query<{ fenced: boolean; deleted: boolean }>({
+    name: 'workflowPrunedDelete',
+    text: `WITH fence AS (
+             SELECT epoch FROM leases
+              WHERE name = $1 AND holder = $2 AND epoch = $3 AND expires_at > clock_timestamp()
+              FOR KEY SHARE
+           ), del AS (
+             DELETE FROM workflows w
+              WHERE w.id = $4 AND w.pruned_at IS NOT NULL AND EXISTS (SELECT 1 FROM fence)
+                AND NOT EXISTS (SELECT 1 FROM workflow_nodes n WHERE n.workflow_id = $4)
+             RETURNING 1
+           )
+           SELECT EXISTS (SELECT 1 FROM fence) AS fenced, EXISTS (SELECT 1 FROM del) AS deleted`,
+    values: [fence.lease, fence.holder, fence.epoch, workflowId],
+  });
+  const row = rows[0];
+  if (row === undefined) throw new Error('workflowPrunedDelete returned no row');
+  return row;
+}
+
+/** Adds to the running totals /metrics reports (retentionCountList); after the batch, not in it. */
+export async function retentionCountAdd(db: Queryable, table: string, rows: number): Promise<void> {
+  await db.query({
+    name: 'retentionCountAdd',
+    text: 'UPDATE retention_counts SET rows = rows + $2 WHERE table_name = $1',
+    values: [table, rows],
+  });
+}
+
+export async function retentionCountList(db: Queryable): Promise<{ table: string; rows: number }[]> {
+  const { rows } = await db.query<{ table: string; rows: number }>({
+    name: 'retentionCountList',
+    text: 'SELECT table_name AS table, rows FROM retention_counts ORDER BY table_name',
+  });
+  return rows;
+}

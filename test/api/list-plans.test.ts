@@ -1,0 +1,144 @@
+/**
+ * Every statement behind the API's list routes and the dashboard's overview reads the history
+ * tables through an index, never a sequential scan, once they hold a history (50,000 finished jobs
+ * with their occurrences here) and the planner has statistics of it. Each statement runs as the
+ * routes run it, six times (so a cached generic plan is the one checked), inside a transaction whose
+ * own scan counters (pg_stat_xact_user_tables) tell which scans it made.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { jobDeadIdsSearch, jobSearch } from '../../src/store/job-search.ts';
+import {
+  occurrenceLatenessBySchedule,
+  occurrenceLatenessPerMinute,
+} from '../../src/store/occurrence-rollup.ts';
+import { occurrenceListBySchedule } from '../../src/store/occurrences.ts';
+import type { PoolClient } from '../../src/store/pool.ts';
+import { historyOldestRows, jobCountOpenByQueueState, scheduleLagSeconds } from '../../src/store/stats.ts';
+import { workflowSearch } from '../../src/store/workflow-search.ts';
+import { createTestDatabase } from '../support/db.ts';
+
+const db = await createTestDatabase();
+const HISTORY = 50_000;
+
+const TABLES = ['jobs', 'job_attempts', 'occurrences', 'workflows', 'workflow_nodes', 'schedules'];
+
+interface Scans {
+  seq: Record<string, number>;
+  /** Rows read from the history tables, by index or not. */
+  rows: number;
+}
+
+async function scans(tx: PoolClient): Promise<Scans> {
+  const { rows } = await tx.query<{ name: string; seq: number; read: number }>(
+    `SELECT relname AS name, coalesce(seq_scan, 0)::int AS seq,
+            (coalesce(seq_tup_read, 0) + coalesce(idx_tup_fetch, 0))::int AS read
+       FROM pg_stat_xact_user_tables WHERE relname = ANY ($1)`,
+    [TABLES],
+  );
+  return {
+    seq: Object.fromEntries(rows.map((r) => [r.name, r.seq])),
+    rows: rows.reduce((sum, r) => sum + r.read, 0),
+  };
+}
+
+/**
+ * Most rows one page may read: a page of 200 and what an index range reads around it. The history
+ * holds 100,000 rows; a statement that walks through it shows up here even when it uses an index.
+ */
+const ROWS_PER_PAGE = 2_000;
+
+test('list and overview statements use indexes on a database with history', async () => {
+  await db.pool.query(
+    `INSERT INTO schedules (tenant_id, name, spec, queue, kind)
+     SELECT 'default', 'plan-' || g, '* * * * *', 'q' || (g % 5), 'k' FROM generate_series(1, 5000) g`,
+  );
+  const { rows: sched } = await db.pool.query<{ id: string }>(`SELECT id FROM schedules ORDER BY id LIMIT 1`);
+  const scheduleId = sched[0]?.id ?? '';
+  await db.pool.query(
+    `WITH s AS (SELECT array_agg(id ORDER BY id) AS ids FROM schedules),
+     j AS (
+       INSERT INTO jobs (queue, kind, state, idempotency_key, schedule_id, created_at, started_at, finished_at,
+                         lease_owner)
+       SELECT 'q' || (g % 5), 'k', CASE WHEN g % 100 = 0 THEN 'dead' ELSE 'succeeded' END, 'k' || g,
+              (s.ids)[1 + g % 5000], now() - g * interval '1 s', now() - g * interval '1 s',
+              now() - g * interval '1 s' + interval '1 s', 'w'
+         FROM generate_series(1, ${HISTORY}) g CROSS JOIN s
+       RETURNING id, schedule_id, created_at
+     )
+     INSERT INTO occurrences (schedule_id, fire_at, state, materialised_at, job_id)
+     SELECT schedule_id, created_at, 'enqueued', created_at, id FROM j`,
+  );
+  await db.pool.query(
+    `INSERT INTO jobs (queue, kind, state, idempotency_key, lease_owner, lease_expires_at, started_at)
+     SELECT 'q1', 'k', 'running', 'r' || g, 'w', now() + interval '1 minute', now() FROM generate_series(1, 20) g`,
+  );
+  await db.pool.query(
+    `INSERT INTO jobs (queue, kind, state, idempotency_key) SELECT 'q2', 'k', 'available', 'a' || g FROM generate_series(1, 50) g`,
+  );
+  await db.pool.query(
+    `INSERT INTO job_attempts (job_id, attempt, worker, started_at, outcome)
+     SELECT id, a, 'w', created_at, 'failed' FROM jobs CROSS JOIN generate_series(1, 3) a WHERE state = 'dead'`,
+  );
+  await db.pool.query(
+    `INSERT INTO workflows (id, tenant_id, name, failure_policy, definition_sha256, node_count, unfinished, state, finished_at)
+     SELECT 'wf' || g, 'default', 'w', 'fail_fast', 'x', 1, 0, 'succeeded', now() FROM generate_series(1, 2000) g`,
+  );
+  await db.pool.query(
+    `INSERT INTO workflow_nodes (workflow_id, key, type, state, pending_deps, queue, kind)
+     SELECT 'wf' || g, 'n', 'job', 'succeeded', 0, 'q', 'k' FROM generate_series(1, 2000) g`,
+  );
+  await db.pool.query('VACUUM ANALYZE');
+
+  const from = new Date(Date.now() - 3_600_000);
+  const to = new Date();
+  // A lateness read aggregates every occurrence in its range (3,600 in this hour) and reads the BRIN
+  // index's whole block ranges around them: bounded by the range, not by a page.
+  const rangeRead = 25_000;
+  const statements: [string, (tx: PoolClient) => Promise<unknown>, number?][] = [
+    ['jobs, newest', (tx) => jobSearch(tx, { limit: 100 })],
+    ['jobs by state succeeded', (tx) => jobSearch(tx, { state: 'succeeded', limit: 100 })],
+    ['jobs by state running', (tx) => jobSearch(tx, { state: 'running', limit: 100 })],
+    ['jobs by state available', (tx) => jobSearch(tx, { state: 'available', limit: 100 })],
+    ['jobs by queue', (tx) => jobSearch(tx, { queue: 'q3', limit: 100 })],
+    ['jobs by tenant', (tx) => jobSearch(tx, { tenantId: 'default', limit: 100 })],
+    ['jobs page 2', (tx) => jobSearch(tx, { beforeId: 20_000, limit: 100 })],
+    ['dead letter list', (tx) => jobSearch(tx, { state: 'dead', limit: 200 })],
+    ['dead letter retry selection', (tx) => jobDeadIdsSearch(tx, { queue: 'q0', limit: 100 })],
+    ['schedule ledger', (tx) => occurrenceListBySchedule(tx, scheduleId, null, 100)],
+    ['schedule ledger page 2', (tx) => occurrenceListBySchedule(tx, scheduleId, from, 100)],
+    [
+      'schedule lateness per day',
+      (tx) => occurrenceLatenessBySchedule(tx, scheduleId, { from, to, limit: 100 }),
+    ],
+    ['lateness per minute', (tx) => occurrenceLatenessPerMinute(tx, { from, to, limit: 100 }), rangeRead],
+    [
+      'lateness per minute, one tenant',
+      (tx) => occurrenceLatenessPerMinute(tx, { from, to, tenantId: 'default', limit: 100 }),
+      rangeRead,
+    ],
+    ['workflows, newest', (tx) => workflowSearch(tx, { limit: 50 })],
+    ['overview: job counts', (tx) => jobCountOpenByQueueState(tx)],
+    ['overview: schedule lag', (tx) => scheduleLagSeconds(tx)],
+    ['overview: oldest rows', (tx) => historyOldestRows(tx)],
+  ];
+  const failures: string[] = [];
+  const tx = await db.pool.connect();
+  try {
+    for (const [name, run, maxRows = ROWS_PER_PAGE] of statements) {
+      await tx.query('BEGIN');
+      for (let i = 0; i < 5; i++) await run(tx);
+      const before = await scans(tx);
+      await run(tx);
+      const after = await scans(tx);
+      await tx.query('ROLLBACK');
+      const scanned = TABLES.filter((t) => (after.seq[t] ?? 0) > (before.seq[t] ?? 0));
+      if (scanned.length > 0) failures.push(`${name}: sequential scan of ${scanned.join(', ')}`);
+      const read = after.rows - before.rows;
+      if (read > maxRows) failures.push(`${name}: read ${read} rows`);
+    }
+  } finally {
+    tx.release();
+  }
+  assert.deepEqual(failures, []);
+});
