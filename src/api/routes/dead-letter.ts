@@ -113,6 +113,7 @@ export function deadLetterRoutes(app: Api, deps: RouteDeps): void {
     '/v1/dead-letter/discard',
     {
       schema: {
+        operationId: 'discardDeadJobs',
         summary: 'Delete dead jobs with their attempts, by ids or by filter (up to 1,000 per call)',
         tags: ['dead-letter'],
         body: Type.Object(

@@ -546,6 +546,7 @@ export function scheduleRoutes(app: Api, deps: RouteDeps): void {
     '/v1/schedules/:id/lateness',
     {
       schema: {
+        operationId: 'getScheduleLateness',
         summary:
           "The schedule's occurrences per UTC day, newest first: counts and lateness, kept after retention prunes the ledger",
         tags: ['schedules'],
@@ -569,6 +570,7 @@ export function scheduleRoutes(app: Api, deps: RouteDeps): void {
     '/v1/lateness',
     {
       schema: {
+        operationId: 'listLateness',
         summary:
           'Occurrences per minute of fire time, oldest first: counts and lateness of every schedule (the tenant’s, for a tenant token)',
         tags: ['schedules'],
