@@ -1,5 +1,6 @@
 /** The public surface of `import … from 'tidemark'`. */
 export { Client, type ClientOptions } from './client.ts';
+export { migrate, type MigrateResult } from './migrate.ts';
 export { FakeClock, systemClock, type Clock } from './clock.ts';
 export {
   ScheduleClient,
@@ -35,7 +36,8 @@ export {
 } from './workflow/definition.ts';
 export type { NodePage, WorkflowStatus } from './workflow/status.ts';
 export type { WorkflowListOptions, WorkflowPage, WorkflowSummary } from './workflow/list.ts';
-export { SignalTimer, signalTimeoutsFire } from './workflow/signal-timer.ts';
+export { SignalTimer } from './workflow/signal-timer.ts';
+export { signalTimeoutsFire } from './store/workflow-signal-timeouts.ts';
 export { createApiServer, type ApiServer, type ApiServerOptions } from './api/server.ts';
 export {
   exportMaintenanceMetrics,

@@ -1,6 +1,5 @@
 import { parseArgs } from 'node:util';
-import { migrate } from '../store/migrate.ts';
-import { createPool } from '../store/pool.ts';
+import { migrate } from '../migrate.ts';
 import type { Command } from './main.ts';
 import { requireDatabaseUrl } from './database-url.ts';
 
@@ -14,16 +13,11 @@ export const command: Command = {
       );
       return 0;
     }
-    const pool = createPool({ connectionString: requireDatabaseUrl(), max: 1 });
-    try {
-      const result = await migrate(pool);
-      for (const m of result.applied) process.stdout.write(`applied ${m.file}\n`);
-      process.stdout.write(
-        `${result.applied.length} applied, ${result.alreadyApplied} already applied before this run\n`,
-      );
-      return 0;
-    } finally {
-      await pool.end();
-    }
+    const result = await migrate({ connectionString: requireDatabaseUrl() });
+    for (const file of result.applied) process.stdout.write(`applied ${file}\n`);
+    process.stdout.write(
+      `${result.applied.length} applied, ${result.alreadyApplied} already applied before this run\n`,
+    );
+    return 0;
   },
 };

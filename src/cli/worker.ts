@@ -10,7 +10,6 @@ import { createPool, type Pool } from '../store/pool.ts';
 import { queueUpsert } from '../store/queues.ts';
 import { applyQueueFlags, ConfigError, parseConfigFile, type WorkerConfig } from '../worker/config.ts';
 import { Worker } from '../worker/worker.ts';
-import { SignalTimer } from '../workflow/signal-timer.ts';
 import { requireDatabaseUrl } from './database-url.ts';
 import { handlersLoad } from './handlers-module.ts';
 import type { Command } from './main.ts';
@@ -121,20 +120,7 @@ export async function startWorkerRole(
     maintenance: values['no-maintenance'] !== true,
   });
   await worker.start();
-  // Signal-node timeouts (workflows) fire in every worker that does maintenance, like the reaper:
-  // each is applied under its workflow's row lock taken SKIP LOCKED, so workers never apply one twice.
-  const timer =
-    values['no-maintenance'] === true
-      ? undefined
-      : new SignalTimer({ pool, log: createLogger('signal-timer') });
-  timer?.start();
-  return {
-    worker,
-    stop: async () => {
-      await timer?.stop();
-      await worker.stop();
-    },
-  };
+  return { worker, stop: () => worker.stop() };
 }
 
 export const command: Command = {

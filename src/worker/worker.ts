@@ -27,7 +27,8 @@ import {
   type JobClaimed,
 } from '../store/jobs.ts';
 import { mayBeWorkflowJobKey } from '../store/job-key.ts';
-import { withTransaction, type Pool } from '../store/pool.ts';
+import { createPool, withTransaction, type Pool } from '../store/pool.ts';
+import { signalTimeoutsFire } from '../store/workflow-signal-timeouts.ts';
 import { AttemptContext, type AttemptHost } from './attempt-context.ts';
 import { Completer } from './completer.ts';
 import { JobCancelledError, LeaseLostError, WorkerShutdownError } from './errors.ts';
@@ -59,9 +60,13 @@ export const DEFAULT_CLAIM_AHEAD = 1000;
 const START_WINDOW_MS = 1000;
 
 export interface WorkerOptions {
-  pool: Pool;
-  /** For the LISTEN connection, which can not come from the pool. */
+  /** The database: the worker's pool and its LISTEN connection (which no pool can lend). */
   connectionString: string;
+  /**
+   * A pool the application already has, on the same database; the worker then does not end it on
+   * stop. Default: a pool of its own (10 connections), ended on stop.
+   */
+  pool?: Pool;
   handlers: Handlers;
   queues: QueueOptions[];
   id?: string;
@@ -77,7 +82,10 @@ export interface WorkerOptions {
   shutdownGraceMs?: number;
   /** Most jobs per claim statement and per completion statement. Default 1,000 (DESIGN.md). */
   batchSize?: number;
-  /** Run the reaper and the promoter in this process. Default true; each is safe to run anywhere. */
+  /**
+   * Run the promoter, the reaper and workflow signal timeouts in this process. Default true; each is
+   * safe to run in any number of processes.
+   */
   maintenance?: boolean;
 }
 
@@ -207,6 +215,7 @@ class QueueLoop {
 export class Worker {
   readonly id: string;
   readonly #pool: Pool;
+  readonly #ownsPool: boolean;
   readonly #handlers: Handlers;
   readonly #log: Logger;
   readonly #clock: Clock;
@@ -233,7 +242,10 @@ export class Worker {
 
   constructor(options: WorkerOptions) {
     this.id = options.id ?? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
-    this.#pool = options.pool;
+    this.#ownsPool = options.pool === undefined;
+    this.#pool =
+      options.pool ??
+      createPool({ connectionString: options.connectionString, max: 10, applicationName: 'tidemark-worker' });
     this.#handlers = options.handlers;
     this.#log = (options.log ?? createLogger('worker')).child({ worker: this.id });
     this.#clock = options.clock ?? systemClock;
@@ -335,6 +347,7 @@ export class Worker {
     await Promise.all(this.#background);
     for (const t of this.#timers) clearTimeout(t);
     await this.#listener.stop();
+    if (this.#ownsPool) await this.#pool.end();
     this.#log.info('worker stopped');
   }
 
@@ -718,6 +731,8 @@ export class Worker {
       while ((await jobPromoteDue(this.#pool, this.#batch)) === this.#batch && !stopped());
       const reaped = await withTransaction(this.#pool, (tx) => jobReapExpired(tx, this.#batch));
       if (reaped.length > 0) this.#log.warn({ reaped }, 'returned jobs whose lease expired');
+      const fired = await signalTimeoutsFire(this.#pool);
+      if (fired > 0) this.#log.info({ fired }, 'workflow signal timeouts applied');
     }
     await this.#refreshLimits();
     // From the pass after start()'s, every fifth: the count scans the queue's backlog, which a worker

@@ -1,11 +1,12 @@
 /**
- * Signal-node timeouts fire in a deployment of only `tidemark worker` processes: every worker runs
+ * Signal-node timeouts fire in a deployment of only workers (`tidemark worker`, or a library Worker): every worker runs
  * the timer, and two of them never apply one timeout twice. Nothing in this test fires timeouts
  * itself; the workers are real processes.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { Worker } from '../../src/worker/worker.ts';
 import { WorkflowClient } from '../../src/workflow/workflow-client.ts';
 import { createTestDatabase } from '../support/db.ts';
 import { spawnTidemark, type TidemarkProcess } from '../support/processes.ts';
@@ -95,4 +96,31 @@ test('two tidemark worker processes fire signal timeouts, each exactly once', as
     for (const w of workers) w.child.kill('SIGTERM');
     await Promise.all(workers.map((w) => w.exited));
   }
+});
+
+test('a Worker made by the library from a connection string alone fires signal timeouts too', async () => {
+  const worker = new Worker({
+    connectionString: db.url,
+    handlers: { noop: () => Promise.resolve() },
+    queues: [{ name: 'library-wf', concurrency: 1 }],
+    pollMs: 100,
+  });
+  await worker.start();
+  try {
+    await workflows.submit({
+      id: 'library-deadline',
+      nodes: [{ id: 'approve', type: 'signal', signal: 'approved', timeoutMs: 200 }],
+    });
+    await until(
+      'the signal node to time out',
+      async () => (await workflows.status('library-deadline')).state === 'failed',
+      30_000,
+    );
+  } finally {
+    await worker.stop();
+  }
+  const { rows } = await db.pool.query<{ n: number }>(
+    "SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'tidemark-worker' AND datname = current_database()",
+  );
+  assert.equal(rows[0]?.n, 0, "stop() ended the worker's own pool");
 });

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { signalTimeoutsFire } from '../../src/workflow/signal-timer.ts';
+import { signalTimeoutsFire } from '../../src/store/workflow-signal-timeouts.ts';
 import { WorkflowClient } from '../../src/workflow/workflow-client.ts';
 import { createTestDatabase } from '../support/db.ts';
 import { availableKeys, claim, drain, nodeStates, succeed, workflowState } from './support.ts';
