@@ -242,8 +242,7 @@ export class Maintenance {
     }
     count(table, deleted(r), started);
     const rest = (performance.now() - started) * (1 / this.#dutyCycle - 1);
-    if (rest >= 1)
-      await sleep(rest, undefined, { signal: this.#stop.signal, ref: false }).catch(() => undefined);
+    if (rest >= 1) await sleep(rest, undefined, { signal: this.#stop.signal }).catch(() => undefined);
     return r;
   }
 
@@ -350,9 +349,6 @@ export class Maintenance {
 
   // ——— the lease ———
 
-  // Its sleeps are unref'd: a role that only waits must not hold its process open. With ref'd
-  // sleeps, test/scheduler/story-kill-leader.alone.test.ts failed 3 of 3 runs (half the schedules
-  // not caught up after the takeover), and passed 5 of 5 without them.
   async #run(): Promise<void> {
     while (this.#running) {
       try {
@@ -364,9 +360,7 @@ export class Maintenance {
         this.#log.warn({ err: error }, 'retention pass failed; retrying after the interval');
       }
       if (!this.#running) return;
-      await sleep(this.#intervalMs, undefined, { signal: this.#stop.signal, ref: false }).catch(
-        () => undefined,
-      );
+      await sleep(this.#intervalMs, undefined, { signal: this.#stop.signal }).catch(() => undefined);
     }
   }
 
