@@ -86,8 +86,27 @@ const FASTIFY_CODES: Record<string, ErrorCode> = {
   FST_ERR_CTP_INVALID_JSON_BODY: 'invalid_request',
 };
 
+// The router's refusals of a path, before any schema sees it.
+const ROUTER_FIELDS: Record<string, FieldError> = {
+  FST_ERR_BAD_URL: { field: 'params', reason: 'a path segment is not valid percent-encoded UTF-8' },
+  FST_ERR_MAX_PARAM_LENGTH: { field: 'params', reason: 'a path segment is longer than 2048 characters' },
+};
+
 export function handleError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
   const requestId = request.id;
+  const routerField = ROUTER_FIELDS[error.code];
+  if (routerField !== undefined) {
+    const fields = [routerField];
+    void reply.status(400).send({
+      error: {
+        code: 'invalid_request',
+        message: `${routerField.field}: ${routerField.reason}`,
+        fields,
+        requestId,
+      },
+    });
+    return;
+  }
   if (error instanceof ApiError) {
     void reply.status(error.status).send({
       error: {
