@@ -4,11 +4,14 @@
  * hostile values (fuzz-values.ts); the others send near-valid bodies to the schedule, job and
  * workflow routes, to reach the checks behind the schema. For every request: no 5xx; a refusal has
  * the one error shape with a known code, and a 400 names the fields; a refused request leaves the
- * database unchanged. Seeded: the seed is printed first and reported by fast-check on a failure;
+ * database unchanged; and in the walk, a request the server accepts (2xx) is one the document allows
+ * (the value checked with Ajv against the operation's own schema). Seeded: the seed is printed first and reported by fast-check on a failure;
  * replay with TIDEMARK_FUZZ_SEED=<seed>.
  */
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
+import { Ajv, type ValidateFunction } from 'ajv';
+import addFormatsModule from 'ajv-formats';
 import fc from 'fast-check';
 import { ERROR_CODES } from '../../src/api/errors.ts';
 import { hostileInside, hostileJson, hostileText, urlEncode } from './fuzz-values.ts';
@@ -170,10 +173,10 @@ const workflowBody = mutated(
 type Body = undefined | { raw: string } | { json: unknown };
 
 async function check(t: TestApi, method: string, path: string, body: unknown, token: string): Promise<void> {
-  await send(t, method, path, body === undefined ? undefined : { json: body }, token);
+  void (await send(t, method, path, body === undefined ? undefined : { json: body }, token));
 }
 
-async function send(t: TestApi, method: string, path: string, body: Body, token: string): Promise<void> {
+async function send(t: TestApi, method: string, path: string, body: Body, token: string): Promise<number> {
   const before = await databaseSnapshot(t.db);
   const rawBody = body === undefined ? undefined : 'raw' in body ? body.raw : JSON.stringify(body.json);
   const reply = await t.call<{
@@ -184,7 +187,7 @@ async function send(t: TestApi, method: string, path: string, body: Body, token:
   const what = `${method} ${path.slice(0, 300)} ${(rawBody ?? '').slice(0, 300)} → ${reply.status} ${reply.text.slice(0, 500)}`;
   if (reply.status >= 500) stats.serverErrors++;
   assert.ok(reply.status < 500, what);
-  if (reply.status < 400) return;
+  if (reply.status < 400) return reply.status;
   const error = reply.body.error;
   assert.ok(
     error !== undefined && typeof error.code === 'string' && error.code in ERROR_CODES,
@@ -197,6 +200,7 @@ async function send(t: TestApi, method: string, path: string, body: Body, token:
     for (const f of error.fields) assert.match(f.field, /^(body|query|params)(\.|$)/, what);
   }
   assert.equal(await databaseSnapshot(t.db), before, `${what} changed the database`);
+  return reply.status;
 }
 
 const tokens = fc.constantFrom<'admin' | 'acme'>('admin', 'acme');
@@ -243,6 +247,7 @@ test('fuzz POST /v1/workflows', async () => {
 interface Parameter {
   name: string;
   in: string;
+  schema: Schema & { type?: string };
 }
 interface Operation {
   operationId: string;
@@ -288,6 +293,37 @@ const VALID_BODIES: Record<string, unknown> = {
   putTenant: { name: 'Walk' },
   updateQueue: { maxRunning: 5 },
 };
+
+// ajv-formats is CommonJS with its plugin on `default` once loaded from ESM.
+const addFormats = addFormatsModule.default;
+
+/**
+ * Whether the document allows a value: Ajv (formats in full mode, so 2026-02-30 is no date) against
+ * the schema, with the document's components for its references. Path and query values are text;
+ * a typed parameter is read from its text the way OpenAPI means it (an integer is digits).
+ */
+function documentOracle(
+  doc: OpenApi,
+): (schema: Schema & { type?: string }, value: unknown, text: boolean) => string | null {
+  const ajv = new Ajv({ strict: false, allErrors: false });
+  addFormats(ajv);
+  const compiled = new Map<Schema, ValidateFunction>();
+  return (schema, value, text) => {
+    let validate = compiled.get(schema);
+    if (validate === undefined) {
+      validate = ajv.compile({ ...schema, components: doc.components });
+      compiled.set(schema, validate);
+    }
+    let typed = value;
+    if (text && typeof value === 'string') {
+      const types = [schema.type, ...(schema.anyOf ?? []).map((b) => (b as { type?: string }).type)];
+      if ((types.includes('integer') || types.includes('number')) && /^-?(0|[1-9][0-9]*)$/.test(value))
+        typed = Number(value);
+      else if (types.includes('boolean') && (value === 'true' || value === 'false')) typed = value === 'true';
+    }
+    return validate(typed) ? null : ajv.errorsText(validate.errors);
+  };
+}
 
 function bodyProperties(doc: OpenApi, schema: Schema | undefined): string[] {
   if (schema === undefined) return [];
@@ -362,6 +398,7 @@ test('fuzz every route and parameter of /openapi.json with hostile values', asyn
     }
   }
   const runs = Math.max(4, Math.floor(WALK_REQUESTS / slots.length));
+  const allows = documentOracle(doc);
 
   for (const [i, slot] of slots.entries()) {
     stats.parameters.add(
@@ -404,7 +441,27 @@ test('fuzz every route and parameter of /openapi.json with hostile values', asyn
           const query = slot.part === 'query' ? `?${urlEncode(slot.name ?? '')}=${urlEncode(text)}` : '';
           const body: Body =
             typeof value === 'string' ? (valid === undefined ? undefined : { json: valid }) : value;
-          await send(api, slot.method.toUpperCase(), `${path}${query}`, body, api.tokens[who]);
+          const status = await send(api, slot.method.toUpperCase(), `${path}${query}`, body, api.tokens[who]);
+          if (status >= 300) return;
+          // Accepted: then the document allows what was sent in the hostile slot.
+          const where = `${slot.method.toUpperCase()} ${slot.path} ${slot.part}.${slot.name ?? ''}`;
+          const param = slot.op.parameters?.find(
+            (p) => p.name === slot.name && p.in === (slot.part === 'params' ? 'path' : 'query'),
+          );
+          const bodySchema = slot.op.requestBody?.content['application/json']?.schema;
+          const verdict =
+            slot.part === 'body'
+              ? bodySchema !== undefined && body !== undefined && 'json' in body
+                ? allows(bodySchema, body.json, false)
+                : null
+              : param !== undefined
+                ? allows(param.schema, text, true)
+                : null;
+          assert.equal(
+            verdict,
+            null,
+            `${where}: accepted ${JSON.stringify(value).slice(0, 300)}, which the document forbids`,
+          );
         },
       ),
       { numRuns: runs, seed: SEED + i, endOnFailure: true },
