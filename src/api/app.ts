@@ -2,14 +2,7 @@
 import Fastify, { LogController, type FastifyServerOptions } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 
-import { handleError } from './errors.ts';
-
-/**
- * Longest path segment the router accepts, as sent (percent-encoded): a 200-character workflow id
- * or signal name of 3-byte characters is 1,800. Longer ones are a 400 naming `params`; the
- * parameter's schema bounds the decoded length.
- */
-export const MAX_PARAM_LENGTH = 2048;
+import { MAX_PARAM_LENGTH, handleError } from './errors.ts';
 
 export function createApp(options: FastifyServerOptions) {
   // Per-request log lines would double the work of a hot route; errors are logged by the handler.
@@ -17,7 +10,7 @@ export function createApp(options: FastifyServerOptions) {
   return Fastify({
     ...options,
     logController,
-    maxParamLength: MAX_PARAM_LENGTH,
+    routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
     // The router's own refusals (bad percent-encoding, an over-long segment) get the one error shape.
     frameworkErrors: handleError,
   }).withTypeProvider<TypeBoxTypeProvider>();
