@@ -86,8 +86,37 @@ const FASTIFY_CODES: Record<string, ErrorCode> = {
   FST_ERR_CTP_INVALID_JSON_BODY: 'invalid_request',
 };
 
+/**
+ * Longest path segment the router accepts, as sent (percent-encoded): a 200-character workflow id
+ * or signal name of 3-byte characters is 1,800. Longer ones are a 400 naming `params`; the
+ * parameter's schema bounds the decoded length.
+ */
+export const MAX_PARAM_LENGTH = 2048;
+
+// The router's refusals of a path, before any schema sees it.
+const ROUTER_FIELDS: Record<string, FieldError> = {
+  FST_ERR_BAD_URL: { field: 'params', reason: 'a path segment is not valid percent-encoded UTF-8' },
+  FST_ERR_MAX_PARAM_LENGTH: {
+    field: 'params',
+    reason: `a path segment is longer than ${MAX_PARAM_LENGTH} characters`,
+  },
+};
+
 export function handleError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
   const requestId = request.id;
+  const routerField = ROUTER_FIELDS[error.code];
+  if (routerField !== undefined) {
+    const fields = [routerField];
+    void reply.status(400).send({
+      error: {
+        code: 'invalid_request',
+        message: `${routerField.field}: ${routerField.reason}`,
+        fields,
+        requestId,
+      },
+    });
+    return;
+  }
   if (error instanceof ApiError) {
     void reply.status(error.status).send({
       error: {

@@ -27,8 +27,15 @@ export async function startApiRole(options: {
   logger?: Logger;
   /** When the port is taken, listen on a free one instead of failing (for `dev`). */
   fallbackToFreePort?: boolean;
+  /** `servers` in /openapi.json; default: the URL each request reached. */
+  publicUrl?: string;
 }): Promise<ApiRole> {
-  const server = await createApiServer({ pool: options.pool, clock: options.clock, logger: options.logger });
+  const server = await createApiServer({
+    pool: options.pool,
+    clock: options.clock,
+    logger: options.logger,
+    publicUrl: options.publicUrl,
+  });
   let url: string;
   try {
     url = await server.listen({ port: options.port, host: options.host });

@@ -7,11 +7,13 @@ import { requireDatabaseUrl } from './database-url.ts';
 import type { Command } from './main.ts';
 import { UsageError } from './usage-error.ts';
 
-const HELP = `usage: tidemark api [--port N] [--host H]
+const HELP = `usage: tidemark api [--port N] [--host H] [--public-url URL]
 
 Serves the HTTP API (see /openapi.json) for the database at DATABASE_URL, on --port (default 8787,
-0 for a free one) and --host (default 127.0.0.1; 0.0.0.0 for every interface). Run
-'tidemark migrate' first: /readyz answers 503 while the schema is behind this build.
+0 for a free one) and --host (default 127.0.0.1; 0.0.0.0 for every interface). --public-url is the
+address clients use (behind a proxy), given as \`servers\` in /openapi.json; by default each request
+of /openapi.json gets the address it came in on. Run 'tidemark migrate' first: /readyz answers 503
+while the schema is behind this build.
 `;
 
 export const command: Command = {
@@ -22,6 +24,7 @@ export const command: Command = {
       options: {
         port: { type: 'string', default: '8787' },
         host: { type: 'string', default: '127.0.0.1' },
+        'public-url': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
     });
@@ -33,10 +36,14 @@ export const command: Command = {
     if (!(Number.isInteger(port) && port >= 0 && port < 65536)) {
       throw new UsageError(`--port: ${values.port} is not a port number (0-65535)`);
     }
+    const publicUrl = values['public-url'];
+    if (publicUrl !== undefined && !/^https?:\/\/[^\s]+$/.test(publicUrl)) {
+      throw new UsageError(`--public-url: ${publicUrl} is not an http(s) URL`);
+    }
     const log = createLogger('api');
     const pool = createPool({ connectionString: requireDatabaseUrl(), applicationName: 'tidemark-api' });
     try {
-      const role = await startApiRole({ pool, port, host: values.host, logger: log });
+      const role = await startApiRole({ pool, port, host: values.host, logger: log, publicUrl });
       process.stdout.write(`Tidemark API listening on ${role.url}\n`);
       const signal = await new Promise<NodeJS.Signals>((done) => {
         process.once('SIGINT', done);

@@ -175,3 +175,19 @@ test('bodies that the server does not need may be left out, even with a JSON con
   const retry = await api.call('POST', `/v1/jobs/${job.body.id}/retry`, { rawBody: '' });
   assert.equal(retry.status, 200, retry.text);
 });
+
+test('path segments: a 200-character workflow id reaches its route; an over-long one is a 400 naming params', async () => {
+  const id = 'ü'.repeat(200);
+  const submitted = await api.call('POST', '/v1/workflows', {
+    body: { id, nodes: [{ id: 'a', kind: 'k' }] },
+  });
+  assert.equal(submitted.status, 201, submitted.text);
+  const shown = await api.call('GET', `/v1/workflows/${encodeURIComponent(id)}`);
+  assert.equal(shown.status, 200, shown.text);
+  assertRefused(
+    await api.call<ErrorReply>('GET', `/v1/workflows/${'x'.repeat(3000)}`),
+    'params',
+    /longer than 2048/,
+  );
+  assertRefused(await api.call<ErrorReply>('GET', '/v1/workflows/%E0%A4%A'), 'params', /percent-encoded/);
+});

@@ -324,3 +324,38 @@ test("tenant isolation: every job route answers 404 for another tenant's job and
   );
   assert.equal(await databaseSnapshot(api.db), before);
 });
+
+test("a running job's detail includes its running attempt, unfinished, after the finished ones", async () => {
+  type Detail = {
+    state: string;
+    attempts: { attempt: number; worker: string; finishedAt: string | null; outcome: string | null }[];
+  };
+  const job = await api.call<{ id: number }>('POST', '/v1/jobs', {
+    body: { queue: 'running-history', kind: 'k', backoffBaseMs: 0 },
+  });
+  const claim = (worker: string) =>
+    api.call('POST', '/v1/workers/claim', { body: { worker, queues: ['running-history'], limit: 1 } });
+  assert.equal((await claim('w1')).status, 200);
+  const running = await api.call<Detail>('GET', `/v1/jobs/${job.body.id}`);
+  assert.equal(running.body.state, 'running');
+  assert.deepEqual(
+    running.body.attempts.map((a) => [a.attempt, a.worker, a.finishedAt, a.outcome]),
+    [[1, 'w1', null, null]],
+  );
+
+  const failed = await api.call('POST', `/v1/jobs/${job.body.id}/fail`, {
+    body: { worker: 'w1', attempt: 1, error: 'boom' },
+  });
+  assert.equal(failed.status, 200, failed.text);
+  // Due for its retry now, as when its backoff has passed.
+  await api.db.pool.query("UPDATE jobs SET state = 'available', run_at = now() WHERE id = $1", [job.body.id]);
+  assert.equal((await claim('w2')).status, 200);
+  const second = await api.call<Detail>('GET', `/v1/jobs/${job.body.id}`);
+  assert.deepEqual(
+    second.body.attempts.map((a) => [a.attempt, a.worker, a.finishedAt === null, a.outcome]),
+    [
+      [1, 'w1', false, 'failed'],
+      [2, 'w2', true, null],
+    ],
+  );
+});
