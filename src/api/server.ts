@@ -105,7 +105,8 @@ export async function createApiServer(options: ApiServerOptions): Promise<ApiSer
     },
   });
 
-  const client = new Client({ pool: options.pool, clock });
+  // Only an injected test clock reaches the client: otherwise fire times use the database's clock.
+  const client = new Client({ pool: options.pool, clock: options.clock });
   const deps: RouteDeps = { pool: options.pool, clock, client, limiter };
   healthRoutes(app, { pool: options.pool, metrics });
   adminRoutes(app, deps);
