@@ -2,6 +2,7 @@
 import { parseArgs } from 'node:util';
 import { startApiRole } from '../api/role.ts';
 import { createLogger } from '../log.ts';
+import { schemaCheck } from '../store/migrate.ts';
 import { createPool } from '../store/pool.ts';
 import { requireDatabaseUrl } from './database-url.ts';
 import type { Command } from './main.ts';
@@ -10,8 +11,9 @@ import { UsageError } from './usage-error.ts';
 const HELP = `usage: tidemark api [--port N] [--host H]
 
 Serves the HTTP API (see /openapi.json) for the database at DATABASE_URL, on --port (default 8787,
-0 for a free one) and --host (default 127.0.0.1; 0.0.0.0 for every interface). Run
-'tidemark migrate' first: /readyz answers 503 while the schema is behind this build.
+0 for a free one) and --host (default 127.0.0.1; 0.0.0.0 for every interface). It does not
+migrate: against a database whose schema is not this build's it says so and exits 1 (run
+'tidemark migrate' first); /readyz answers 503 if the schema falls behind while it runs.
 `;
 
 export const command: Command = {
@@ -36,6 +38,7 @@ export const command: Command = {
     const log = createLogger('api');
     const pool = createPool({ connectionString: requireDatabaseUrl(), applicationName: 'tidemark-api' });
     try {
+      await schemaCheck(pool);
       const role = await startApiRole({ pool, port, host: values.host, logger: log });
       process.stdout.write(`Tidemark API listening on ${role.url}\n`);
       const signal = await new Promise<NodeJS.Signals>((done) => {

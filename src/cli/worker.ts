@@ -6,6 +6,7 @@
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { createLogger } from '../log.ts';
+import { schemaCheck } from '../store/migrate.ts';
 import { createPool, type Pool } from '../store/pool.ts';
 import { queueUpsert } from '../store/queues.ts';
 import { applyQueueFlags, ConfigError, parseConfigFile, type WorkerConfig } from '../worker/config.ts';
@@ -26,7 +27,8 @@ itself, or by tsx installed in the module's project). Each --queue gets its own 
 with no --queue and no --config, the queue 'default' is run. --config FILE (JSON) may also set each
 queue's cluster-wide maxRunning, maxAttempts, backoffBaseMs, backoffMaxMs and timeoutMs, written to
 the queues table at start. Defaults: lease 30 s, poll 1 s, timeout grace 5 s, shutdown grace 10 s,
-batch 1000.
+batch 1000. It does not migrate: against a database whose schema is not this build's it says so and
+exits 1 (run 'tidemark migrate' first).
 `;
 
 export interface WorkerRole {
@@ -97,6 +99,7 @@ export async function startWorkerRole(
     if (error instanceof ConfigError) throw new UsageError(error.message, { cause: error });
     throw error;
   }
+  await schemaCheck(pool);
   const handlers = await handlersLoad(values.handlers);
   for (const q of config.queues) {
     if (Object.keys(q.settings).length > 0) await queueUpsert(pool, q.name, q.settings);
