@@ -129,8 +129,11 @@ export async function startWorkerRole(
   return {
     worker,
     stop: async () => {
-      await timer?.stop();
+      // Both at once, and a timeout sweep stuck on an unreachable database is not waited for once
+      // the worker (bounded by its shutdown grace) has stopped.
+      const timerStopped = timer?.stop();
       await worker.stop();
+      await Promise.race([timerStopped, new Promise((r) => setTimeout(r, 1000).unref())]);
     },
   };
 }
@@ -163,12 +166,13 @@ export const command: Command = {
     });
     process.stdout.write(`worker stopping (${signal})\n`);
     await role.stop();
+    // A handlers module may hold its own handles (a pg pool's idle clients linger 10 s), and with the
+    // database unreachable pool.end() waits on statements that never return: once every job is
+    // settled (and written, or logged as not), neither may keep a stopped worker alive. unref'd: a
+    // process that exits by itself first is not held either.
+    setTimeout(() => process.exit(process.exitCode ?? 0), 1000).unref();
     await pool.end();
     process.stdout.write('worker stopped\n');
-    // A handlers module may hold its own handles (a pg pool's idle clients linger 10 s): once every
-    // job is settled and written, they must not keep a stopped worker alive. unref'd: a process that
-    // exits by itself first is not held either.
-    setTimeout(() => process.exit(process.exitCode ?? 0), 1000).unref();
     return 0;
   },
 };

@@ -18,6 +18,13 @@ import {
 } from '../store/jobs.ts';
 import { withTransaction, type Pool } from '../store/pool.ts';
 
+/** Attempts whose end a shutdown could not write: their leases expire and the reaper hands them back. */
+export interface Unwritten {
+  succeeded: AttemptRef[];
+  failed: AttemptFailure[];
+  released: AttemptRef[];
+}
+
 export class Completer {
   readonly #pool: Pool;
   readonly #owner: string;
@@ -30,6 +37,7 @@ export class Completer {
   #failures: AttemptFailure[] = [];
   #releases: AttemptRef[] = [];
   #writing = false;
+  #abandoned = false;
   #idle: (() => void)[] = [];
   readonly #onWritten: () => void;
 
@@ -70,8 +78,33 @@ export class Completer {
     return new Promise((done) => this.#idle.push(done));
   }
 
+  /**
+   * flush() for shutdown: true once everything is written, false if `ms` pass first. Then it stops
+   * retrying (a write already sent may still land) and returns what it could not write.
+   */
+  async flushWithin(ms: number): Promise<Unwritten | null> {
+    let timer: NodeJS.Timeout | undefined;
+    const written = await Promise.race([
+      this.flush().then(() => true),
+      new Promise<false>((r) => (timer = setTimeout(() => r(false), ms))),
+    ]);
+    clearTimeout(timer);
+    if (written) return null;
+    this.#abandoned = true;
+    const left: Unwritten = {
+      succeeded: [...this.#successes, ...this.#nodeSuccesses],
+      failed: [...this.#failures],
+      released: [...this.#releases],
+    };
+    this.#successes = [];
+    this.#nodeSuccesses = [];
+    this.#failures = [];
+    this.#releases = [];
+    return left;
+  }
+
   #kick(): void {
-    if (this.#writing) return;
+    if (this.#writing || this.#abandoned) return;
     this.#writing = true;
     // setImmediate, not a microtask: lets every handler that settles in this turn join the batch.
     setImmediate(() => void this.#drain());
@@ -79,7 +112,7 @@ export class Completer {
 
   async #drain(): Promise<void> {
     let delayMs = 50;
-    while (this.pending > 0) {
+    while (this.pending > 0 && !this.#abandoned) {
       try {
         await this.#writeOnce();
         delayMs = 50;

@@ -152,6 +152,23 @@ class QueueLoop {
   }
 }
 
+/** The least time a shutdown gives the writes that hand attempts back, even when handlers used the grace. */
+const HANDBACK_MIN_MS = 1000;
+
+/** Whether `p` settled within `ms`; a promise left behind (a statement to an unreachable database) is dropped. */
+async function settledWithin(p: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const settled = await Promise.race([
+    p.then(
+      () => true,
+      () => true,
+    ),
+    new Promise<false>((r) => (timer = setTimeout(() => r(false), ms))),
+  ]);
+  clearTimeout(timer);
+  return settled;
+}
+
 export class Worker {
   readonly id: string;
   readonly #pool: Pool;
@@ -257,23 +274,44 @@ export class Worker {
     await this.stop();
   }
 
+  /**
+   * Handlers get the shutdown grace; then the rest are aborted and every attempt's end is written.
+   * Each wait on the database is bounded by the grace (the hand-back by at least HANDBACK_MIN_MS
+   * more): with the database unreachable, a claim, write or heartbeat never returns, and retrying
+   * kept a stopped worker alive for minutes. What could not be written is logged; those attempts
+   * stay leased until their leases expire and the reaper hands them back.
+   */
   async #stop(): Promise<void> {
+    const deadline = this.#clock.monotonicMs() + this.#shutdownGraceMs;
+    const left = (): number => Math.max(0, deadline - this.#clock.monotonicMs());
     this.#stopping = true;
     for (const q of this.#queues.values()) q.wakeAll();
-    await Promise.all(this.#loops);
-    await Promise.all(this.#byIdClaims);
-    if (!(await this.#waitIdle(this.#shutdownGraceMs))) {
+    await settledWithin(Promise.all([...this.#loops, ...this.#byIdClaims]), left());
+    if (!(await this.#waitIdle(left()))) {
       this.#log.warn({ running: this.#running.size }, 'shutdown grace over; aborting and releasing the rest');
       for (const r of this.#running.values()) {
         r.aborter.abort(new WorkerShutdownError('worker shutting down'));
       }
       await this.#waitIdle(Number.POSITIVE_INFINITY);
     }
-    await this.#completer.flush();
+    const unwritten = await this.#completer.flushWithin(Math.max(left(), HANDBACK_MIN_MS));
+    if (unwritten !== null) {
+      const ids = (refs: { id: number }[]): number[] => refs.map((r) => r.id);
+      const n = unwritten.succeeded.length + unwritten.failed.length + unwritten.released.length;
+      this.#log.error(
+        {
+          succeeded: ids(unwritten.succeeded),
+          failed: ids(unwritten.failed),
+          released: ids(unwritten.released),
+        },
+        `database unreachable at shutdown: could not hand back ${n} attempt(s); they stay leased to this worker until their leases expire, then run again (succeeded ones included)`,
+      );
+    }
     this.#backgroundStop?.();
-    await Promise.all(this.#background);
+    const rest = Math.max(left(), HANDBACK_MIN_MS);
+    await settledWithin(Promise.all(this.#background), rest);
     for (const t of this.#timers) clearTimeout(t);
-    await this.#listener.stop();
+    await settledWithin(this.#listener.stop(), rest);
     this.#log.info('worker stopped');
   }
 
