@@ -276,10 +276,10 @@ export class Worker {
 
   /**
    * Handlers get the shutdown grace; then the rest are aborted and every attempt's end is written.
-   * Each wait on the database is bounded by the grace (the hand-back by at least HANDBACK_MIN_MS
-   * more): with the database unreachable, a claim, write or heartbeat never returns, and retrying
-   * kept a stopped worker alive for minutes. What could not be written is logged; those attempts
-   * stay leased until their leases expire and the reaper hands them back.
+   * Each wait on the database ends with the grace (or HANDBACK_MIN_MS after the handlers, if they
+   * used all of it): with the database unreachable, a claim, write or heartbeat never returns, and
+   * retrying kept a stopped worker alive for minutes. What could not be written is logged; those
+   * attempts stay leased until their leases expire and the reaper hands them back.
    */
   async #stop(): Promise<void> {
     const deadline = this.#clock.monotonicMs() + this.#shutdownGraceMs;
@@ -294,7 +294,10 @@ export class Worker {
       }
       await this.#waitIdle(Number.POSITIVE_INFINITY);
     }
-    const unwritten = await this.#completer.flushWithin(Math.max(left(), HANDBACK_MIN_MS));
+    // One window for every remaining wait on the database: the rest of the grace, at least 1 s.
+    const handBackBy = Math.max(deadline, this.#clock.monotonicMs() + HANDBACK_MIN_MS);
+    const handBackLeft = (): number => Math.max(0, handBackBy - this.#clock.monotonicMs());
+    const unwritten = await this.#completer.flushWithin(handBackLeft());
     if (unwritten !== null) {
       const ids = (refs: { id: number }[]): number[] => refs.map((r) => r.id);
       const n = unwritten.succeeded.length + unwritten.failed.length + unwritten.released.length;
@@ -308,10 +311,9 @@ export class Worker {
       );
     }
     this.#backgroundStop?.();
-    const rest = Math.max(left(), HANDBACK_MIN_MS);
-    await settledWithin(Promise.all(this.#background), rest);
+    await settledWithin(Promise.all(this.#background), handBackLeft());
     for (const t of this.#timers) clearTimeout(t);
-    await settledWithin(this.#listener.stop(), rest);
+    await settledWithin(this.#listener.stop(), handBackLeft());
     this.#log.info('worker stopped');
   }
 

@@ -1,7 +1,8 @@
 /**
  * SIGTERM while the database is unreachable (a TCP proxy between worker and PostgreSQL holds every
  * byte, as a partition does): the worker cannot hand back what it holds, so it says what it could
- * not write and exits within its shutdown grace instead of retrying for minutes. When the network
+ * not write and exits instead of retrying for minutes: within its shutdown grace (here used up by a
+ * handler that never finishes), 1 s of hand-back after it and 1 s for the process to let go. When the network
  * heals, the database has what the log line said it would: the unwritten attempts are still
  * leased to the gone worker, for the reaper to hand back.
  */
@@ -17,7 +18,7 @@ const db = await createTestDatabase();
 const client = new Client({ pool: db.pool });
 const GRACE_MS = 2000;
 
-test('SIGTERM with the database cut: exits within the shutdown grace, naming what it could not hand back', async () => {
+test('SIGTERM with the database cut: exits within the shutdown grace, naming what it could not hand back', async (t) => {
   const proxy = await TcpProxy.start(db.url);
   const worker = spawnTidemark(
     [
@@ -53,7 +54,8 @@ test('SIGTERM with the database cut: exits within the shutdown grace, naming wha
     'hung',
     `still running ${GRACE_MS + 15_000} ms after SIGTERM:\n${worker.stderr.slice(-3000)}`,
   );
-  assert.ok(tookMs < GRACE_MS + 5000, `exited ${Math.round(tookMs)} ms after SIGTERM (grace ${GRACE_MS} ms)`);
+  assert.ok(tookMs < GRACE_MS + 4000, `exited ${Math.round(tookMs)} ms after SIGTERM (grace ${GRACE_MS} ms)`);
+  t.diagnostic(`exited ${Math.round(tookMs)} ms after SIGTERM (grace ${GRACE_MS} ms)`);
   const line = worker.stderr.split('\n').find((l) => l.includes('could not hand back'));
   assert.ok(line !== undefined, `no 'could not hand back' line:\n${worker.stderr.slice(-3000)}`);
   const logged = JSON.parse(line) as {
