@@ -3,7 +3,6 @@
  * each defined beside the layer that owns its rows.
  */
 import type { Clock } from './clock.ts';
-import { systemClock } from './clock.ts';
 import { createPool, type Pool } from './store/pool.ts';
 import { ScheduleClient } from './scheduler/schedule-client.ts';
 import { JobClient } from './worker/job-client.ts';
@@ -14,12 +13,15 @@ export interface ClientOptions {
   connectionString?: string;
   /** Share a pool the application already has; the client then does not end it on close. */
   pool?: Pool;
+  /**
+   * For tests: schedule fire times count from this clock instead of the database's (the default,
+   * the clock the scheduler runs on, whatever this host's clock says).
+   */
   clock?: Clock;
 }
 
 export class Client {
   readonly pool: Pool;
-  readonly clock: Clock;
   /** Jobs: enqueue, get, list, cancel, retry, the dead letter. */
   readonly jobs: JobClient;
   /** Schedules: create, update, pause, resume, delete, trigger now, list, occurrences. */
@@ -40,8 +42,7 @@ export class Client {
       this.pool = createPool({ connectionString, applicationName: 'tidemark-client' });
       this.#ownsPool = true;
     }
-    this.clock = options.clock ?? systemClock;
-    this.schedules = new ScheduleClient(this.pool, this.clock);
+    this.schedules = new ScheduleClient(this.pool, options.clock);
     this.jobs = new JobClient(this.pool);
     this.workflows = new WorkflowClient(this.pool);
   }

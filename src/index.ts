@@ -26,7 +26,12 @@ export {
 } from './worker/errors.ts';
 export { effectOnce } from './worker/once.ts';
 export type { EnqueueInput, JobWithAttempts } from './worker/job-client.ts';
-export { WorkflowClient, WorkflowNotFoundError, type SignalResult } from './workflow/workflow-client.ts';
+export {
+  WorkflowClient,
+  WorkflowNotFoundError,
+  WorkflowSignalUndeclaredError,
+  type SignalResult,
+} from './workflow/workflow-client.ts';
 export {
   WorkflowValidationError,
   type JobNodeSpec,

@@ -19,6 +19,7 @@ export const ERROR_CODES = {
   unauthorized: 401,
   forbidden: 403,
   not_found: 404,
+  signal_not_declared: 404,
   conflict: 409,
   version_conflict: 409,
   payload_too_large: 413,

@@ -115,7 +115,8 @@ export async function createApiServer(options: ApiServerOptions): Promise<ApiSer
   });
 
   const openApiDocument = openApiDocuments(app, options.publicUrl);
-  const client = new Client({ pool: options.pool, clock });
+  // Only an injected test clock reaches the client: otherwise fire times use the database's clock.
+  const client = new Client({ pool: options.pool, clock: options.clock });
   const deps: RouteDeps = { pool: options.pool, clock, client, limiter };
   healthRoutes(app, { pool: options.pool, metrics, openApiDocument });
   adminRoutes(app, deps);

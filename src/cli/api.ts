@@ -2,6 +2,7 @@
 import { parseArgs } from 'node:util';
 import { startApiRole } from '../api/role.ts';
 import { createLogger } from '../log.ts';
+import { schemaCheck } from '../store/migrate.ts';
 import { createPool } from '../store/pool.ts';
 import { requireDatabaseUrl } from './database-url.ts';
 import type { Command } from './main.ts';
@@ -12,8 +13,9 @@ const HELP = `usage: tidemark api [--port N] [--host H] [--public-url URL]
 Serves the HTTP API (see /openapi.json) for the database at DATABASE_URL, on --port (default 8787,
 0 for a free one) and --host (default 127.0.0.1; 0.0.0.0 for every interface). --public-url is the
 address clients use (behind a proxy), given as \`servers\` in /openapi.json; by default each request
-of /openapi.json gets the address it came in on. Run 'tidemark migrate' first: /readyz answers 503
-while the schema is behind this build.
+of /openapi.json gets the address it came in on. It does not migrate: against a database whose
+schema is not this build's it says so and exits 1 (run 'tidemark migrate' first); /readyz answers
+503 if the schema falls behind while it runs.
 `;
 
 export const command: Command = {
@@ -43,6 +45,7 @@ export const command: Command = {
     const log = createLogger('api');
     const pool = createPool({ connectionString: requireDatabaseUrl(), applicationName: 'tidemark-api' });
     try {
+      await schemaCheck(pool);
       const role = await startApiRole({ pool, port, host: values.host, logger: log, publicUrl });
       process.stdout.write(`Tidemark API listening on ${role.url}\n`);
       const signal = await new Promise<NodeJS.Signals>((done) => {

@@ -10,7 +10,7 @@ import { DueIndexKind } from '../scheduler/due-index.ts';
 import type { Maintenance } from '../maintenance/maintenance.ts';
 import { Scheduler, SCHEDULER_DEFAULTS } from '../scheduler/scheduler.ts';
 import { TimeSourceKind } from '../scheduler/time-source.ts';
-import { migrate } from '../store/migrate.ts';
+import { schemaCheck } from '../store/migrate.ts';
 import { createPool } from '../store/pool.ts';
 import { requireDatabaseUrl } from './database-url.ts';
 import { createMaintenance } from './maintenance-role.ts';
@@ -20,7 +20,9 @@ import { UsageError } from './usage-error.ts';
 const HELP = `usage: tidemark scheduler [options]
 
 Runs a scheduler replica against DATABASE_URL. One replica holds the lease and materialises
-occurrences; the others stand by and take over when it expires or is released.
+occurrences; the others stand by and take over when it expires or is released. It does not
+migrate: against a database whose schema is not this build's it says so and exits 1 (run
+'tidemark migrate' first).
 
 options:
   --lease-ttl DURATION     lease time to live (default ${SCHEDULER_DEFAULTS.leaseTtlMs / 1000}s)
@@ -123,10 +125,10 @@ export const command: Command = {
     const pool = createPool({ connectionString: url, applicationName: 'tidemark-scheduler' });
     let maintenance: Maintenance | null = null;
     try {
+      await schemaCheck(pool);
       if (values['no-maintenance'] !== true) {
         maintenance = await createMaintenance(pool, log.child({ role: 'maintenance' }), values.retention);
       }
-      await migrate(pool);
     } catch (error) {
       await pool.end().catch(() => undefined);
       throw error;

@@ -6,6 +6,7 @@
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { createLogger } from '../log.ts';
+import { schemaCheck } from '../store/migrate.ts';
 import { createPool, type Pool } from '../store/pool.ts';
 import { queueUpsert } from '../store/queues.ts';
 import { applyQueueFlags, ConfigError, parseConfigFile, type WorkerConfig } from '../worker/config.ts';
@@ -25,8 +26,9 @@ itself, or by tsx installed in the module's project). Each --queue gets its own 
 with no --queue and no --config, the queue 'default' is run. --config FILE (JSON) may also set each
 queue's claimAhead (jobs claimed ahead of free slots, default 1000) and its cluster-wide maxRunning,
 maxAttempts, backoffBaseMs, backoffMaxMs and timeoutMs, the latter written to the queues table at
-start. Defaults: lease 30 s, poll 1 s, timeout grace 5 s, shutdown grace 10 s,
-batch 1000.
+start. Defaults: lease 30 s, poll 1 s, timeout grace 5 s, shutdown grace 10 s, batch 1000. It does
+not migrate: against a database whose schema is not this build's it says so and exits 1 (run
+'tidemark migrate' first).
 `;
 
 export interface WorkerRole {
@@ -97,6 +99,7 @@ export async function startWorkerRole(
     if (error instanceof ConfigError) throw new UsageError(error.message, { cause: error });
     throw error;
   }
+  await schemaCheck(pool);
   const handlers = await handlersLoad(values.handlers);
   for (const q of config.queues) {
     if (Object.keys(q.settings).length > 0) await queueUpsert(pool, q.name, q.settings);
@@ -151,12 +154,13 @@ export const command: Command = {
     });
     process.stdout.write(`worker stopping (${signal})\n`);
     await role.stop();
+    // A handlers module may hold its own handles (a pg pool's idle clients linger 10 s), and with the
+    // database unreachable pool.end() waits on statements that never return: once every job is
+    // settled (and written, or logged as not), neither may keep a stopped worker alive. unref'd: a
+    // process that exits by itself first is not held either.
+    setTimeout(() => process.exit(process.exitCode ?? 0), 1000).unref();
     await pool.end();
     process.stdout.write('worker stopped\n');
-    // A handlers module may hold its own handles (a pg pool's idle clients linger 10 s): once every
-    // job is settled and written, they must not keep a stopped worker alive. unref'd: a process that
-    // exits by itself first is not held either.
-    setTimeout(() => process.exit(process.exitCode ?? 0), 1000).unref();
     return 0;
   },
 };

@@ -13,6 +13,7 @@ import pg from 'pg';
 import type { Clock } from '../clock.ts';
 import { jsonTextProblem, textProblem } from '../input.ts';
 import { SpecError, type CompiledSchedule } from '../schedule/index.ts';
+import { dbClockNow } from '../store/leases.ts';
 import { occurrenceListBySchedule, occurrenceMaterialise, type OccurrenceRow } from '../store/occurrences.ts';
 import { withTransaction, type Pool, type Queryable } from '../store/pool.ts';
 import {
@@ -69,7 +70,7 @@ export interface ScheduleInput {
   misfire?: { policy?: 'all' | 'latest' | 'skip'; cap?: number; startingDeadlineMs?: number | null };
   overlap?: 'allow' | 'forbid' | 'replace' | 'buffer_one';
   jitterMs?: number;
-  /** Intervals count from here. Default: now. */
+  /** Intervals count from here. Default: the moment it is created, on the database's clock. */
   anchor?: Date;
   target: {
     queue: string;
@@ -270,11 +271,22 @@ function mapDbError(error: unknown): never {
 
 export class ScheduleClient {
   readonly #pool: Pool;
-  readonly #clock: Clock;
+  readonly #clock: Clock | undefined;
 
-  constructor(pool: Pool, clock: Clock) {
+  /**
+   * Every fire time decided here (create, update, resume, trigger) counts from the database's clock,
+   * the one the scheduler runs on: a client host 5 min slow would otherwise backfill five minutes
+   * of occurrences from before the schedule existed, and one 5 min fast would skip them. `clock` is
+   * for tests only: when given, it replaces the database's clock.
+   */
+  constructor(pool: Pool, clock?: Clock) {
     this.#pool = pool;
     this.#clock = clock;
+  }
+
+  /** The instant fire times count from: the injected test clock, else the database's clock. */
+  async #now(db: Queryable): Promise<Date> {
+    return this.#clock === undefined ? dbClockNow(db) : this.#clock.now();
   }
 
   create(input: ScheduleInput): Promise<Schedule> {
@@ -283,7 +295,7 @@ export class ScheduleClient {
 
   /** create() inside the caller's transaction. */
   async createTx(db: Queryable, input: ScheduleInput): Promise<Schedule> {
-    const now = this.#clock.now();
+    const now = await this.#now(db);
     const fields = toFields(input, now);
     const compiled = compileFields(fields);
     fields.nextFireAt = fields.paused ? null : nextFireAfter(compiled, now, fields.paused);
@@ -369,7 +381,7 @@ export class ScheduleClient {
     for (let attempt = 0; attempt < 3; attempt++) {
       const row = await scheduleGet(this.#pool, id);
       if (row === null) throw new ScheduleNotFoundError(`schedule ${id} does not exist`);
-      const firedAt = this.#clock.now();
+      const firedAt = await this.#now(this.#pool);
       const result = await occurrenceMaterialise(
         this.#pool,
         null,
@@ -406,7 +418,7 @@ export class ScheduleClient {
       if (expectedVersion !== null && current.version !== expectedVersion) {
         throw new ScheduleVersionConflictError(current.version, expectedVersion);
       }
-      const now = this.#clock.now();
+      const now = await this.#now(tx);
       const fields = toFields(change(current), now);
       const compiled = compileFields(fields);
       const from = current.lastFireAt !== null && current.lastFireAt > now ? current.lastFireAt : now;

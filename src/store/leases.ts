@@ -125,7 +125,10 @@ export async function leaseGet(db: Queryable, name: string): Promise<LeaseRow | 
   };
 }
 
-/** The database's clock, for a standby that holds no lease but still needs a time base. */
+/**
+ * The database's clock: a standby's time base while it holds no lease, and the instant a schedule's
+ * first fire time counts from when it is created, edited, resumed or triggered.
+ */
 export async function dbClockNow(db: Queryable): Promise<Date> {
   const { rows } = await db.query<{ now: Date }>({
     name: 'dbClockNow',

@@ -57,6 +57,41 @@ function sha256(text: string): string {
   return createHash('sha256').update(text).digest('hex');
 }
 
+/**
+ * What every long-running role checks at start: the database's schema is exactly this build's.
+ * Roles never migrate by themselves (that is `tidemark migrate`, one step an operator controls), so
+ * an unmigrated or newer database stops them with one line saying which and what to run, rather
+ * than with the first statement's `relation "jobs" does not exist`. Returns the schema version.
+ */
+export async function schemaCheck(pool: Pool, dir: string = MIGRATIONS_DIR): Promise<number> {
+  const expected = (await loadMigrations(dir)).at(-1);
+  const needed = expected === undefined ? 'none' : `${expected.version} (${expected.file})`;
+  const { rows } = await pool.query<{ present: boolean }>(
+    `SELECT to_regclass('tidemark_migrations') IS NOT NULL AS present`,
+  );
+  if (rows[0]?.present !== true) {
+    throw new MigrationError(
+      `the database has no Tidemark schema (this build needs version ${needed}): run 'tidemark migrate' first`,
+    );
+  }
+  const latest = await pool.query<AppliedRow>(
+    'SELECT version, file, checksum FROM tidemark_migrations ORDER BY version DESC LIMIT 1',
+  );
+  const applied = latest.rows[0];
+  const version = applied?.version ?? 0;
+  if (version > (expected?.version ?? 0)) {
+    throw new MigrationError(
+      `the database's schema is at version ${version} (${applied?.file ?? '?'}), newer than this build (${needed}): run the Tidemark version that migrated it, or newer`,
+    );
+  }
+  if (version < (expected?.version ?? 0)) {
+    throw new MigrationError(
+      `the database's schema is at version ${version}, this build needs ${needed}: run 'tidemark migrate' first`,
+    );
+  }
+  return version;
+}
+
 interface AppliedRow {
   version: number;
   file: string;

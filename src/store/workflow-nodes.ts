@@ -50,6 +50,12 @@ export interface NodeRef {
   type: 'job' | 'signal';
 }
 
+/** A node that just failed, with what its workflow's error names: its key and why. */
+export interface FailedNode extends NodeRef {
+  key: string;
+  error: string | null;
+}
+
 /**
  * Ids one nextval of workflow_nodes' identity sequence stands for: its INCREMENT BY (migration 0014).
  * A submission draws one value per 1,024 nodes and owns v .. v + 1023 of each, so it knows every id
@@ -138,18 +144,15 @@ export async function workflowNodeSucceedByJobs(q: Queryable, jobIds: number[]):
 }
 
 /** Marks the nodes of these jobs failed, with the job's last error. */
-export async function workflowNodeFailByJobs(
-  q: Queryable,
-  jobIds: number[],
-): Promise<(NodeRef & { key: string })[]> {
-  const { rows } = await q.query<NodeRef & { key: string }>(
+export async function workflowNodeFailByJobs(q: Queryable, jobIds: number[]): Promise<FailedNode[]> {
+  const { rows } = await q.query<FailedNode>(
     // A job cancelled while it waited has no error of its own: the node says what happened. By
     // job_idx, as in workflowNodeSucceedByJobs.
     `UPDATE workflow_nodes n SET state = 'failed', finished_at = now(),
        error = coalesce(j.last_error, 'job ' || j.id || ' ' || j.state)
      FROM jobs j
      WHERE n.job_id = ANY($1::bigint[]) AND coalesce(n.state, '') = 'queued' AND j.id = n.job_id
-     RETURNING n.id, n.workflow_id, n.type, n.key`,
+     RETURNING n.id, n.workflow_id, n.type, n.key, n.error`,
     [arrayLiteral(jobIds)],
   );
   return rows;
@@ -320,6 +323,16 @@ export async function workflowNodeSucceedSignalled(q: Queryable, nodeIds: number
   return rows;
 }
 
+/** The signal names a workflow's nodes declare, sorted (through workflow_nodes_signal_idx). */
+export async function workflowNodeSignalNames(q: Queryable, workflowId: string): Promise<string[]> {
+  const { rows } = await q.query<{ name: string }>(
+    `SELECT DISTINCT signal_name AS name FROM workflow_nodes
+      WHERE workflow_id = $1 AND signal_name IS NOT NULL ORDER BY 1`,
+    [workflowId],
+  );
+  return rows.map((r) => r.name);
+}
+
 /** The waiting nodes of a workflow that wait for this signal name. */
 export async function workflowNodeWaitingFor(
   q: Queryable,
@@ -357,8 +370,8 @@ export async function workflowNodeTimeoutApply(
   q: Queryable,
   nodeIds: number[],
   asOf: Date | null,
-): Promise<{ succeeded: NodeRef[]; failed: (NodeRef & { key: string })[] }> {
-  const { rows } = await q.query<NodeRef & { key: string; outcome: 'succeeded' | 'failed' }>(
+): Promise<{ succeeded: NodeRef[]; failed: FailedNode[] }> {
+  const { rows } = await q.query<FailedNode & { outcome: 'succeeded' | 'failed' }>(
     `UPDATE workflow_nodes SET
        state = CASE WHEN on_timeout = 'default' THEN 'succeeded' ELSE 'failed' END,
        output = CASE WHEN on_timeout = 'default' THEN default_output END,
@@ -366,13 +379,10 @@ export async function workflowNodeTimeoutApply(
                     ELSE format('signal %s not received within %s ms', signal_name, signal_timeout_ms) END,
        finished_at = now(), waiting_until = NULL
      WHERE id = ANY($1::bigint[]) AND state = 'waiting' AND waiting_until <= coalesce($2::timestamptz, now())
-     RETURNING id, workflow_id, type, key, state AS outcome`,
+     RETURNING id, workflow_id, type, key, error, state AS outcome`,
     [nodeIds, asOf],
   );
-  const strip = ({
-    outcome: _o,
-    ...rest
-  }: NodeRef & { key: string; outcome: string }): NodeRef & { key: string } => rest;
+  const strip = ({ outcome: _o, ...rest }: FailedNode & { outcome: string }): FailedNode => rest;
   return {
     succeeded: rows.filter((r) => r.outcome === 'succeeded').map(strip),
     failed: rows.filter((r) => r.outcome === 'failed').map(strip),

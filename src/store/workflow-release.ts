@@ -18,6 +18,7 @@ import {
   workflowNodeReady,
   workflowNodeReopen,
   workflowNodeRequeueByJobs,
+  workflowNodeSignalNames,
   workflowNodeSkipDescendants,
   workflowNodeSucceedByJobs,
   workflowNodeSucceedSignalled,
@@ -25,6 +26,7 @@ import {
   workflowNodeUnskipDescendants,
   workflowNodeWaitingFor,
   workflowNodeWaitStart,
+  type FailedNode,
   type NodeRef,
 } from './workflow-nodes.ts';
 import { workflowSignalInsert } from './workflow-signals.ts';
@@ -127,13 +129,14 @@ async function propagate(
 /**
  * Records the failure of nodes and applies each workflow's policy: `fail_fast` ends the workflow
  * and cancels what has not started (running nodes finish); `continue` skips only what depends on the
- * failed nodes, and the workflow ends as failed once everything else has finished.
+ * failed nodes, and the workflow ends as failed once everything else has finished. Either way the
+ * workflow's error names the failed node and why (workflowProgressApply writes it for `continue`).
  */
 async function failNodes(
   tx: Queryable,
   locked: WorkflowLockRow[],
   progress: Progress,
-  failed: (NodeRef & { key: string })[],
+  failed: FailedNode[],
 ): Promise<void> {
   if (failed.length === 0) return;
   progress.failed(failed);
@@ -142,7 +145,12 @@ async function failNodes(
     if (mine.length === 0) continue;
     if (w.failure_policy === 'fail_fast') {
       if (w.state !== 'running') continue;
-      await workflowEnd(tx, w.id, 'failed', `node ${mine.map((n) => n.key).join(', ')} failed`);
+      await workflowEnd(
+        tx,
+        w.id,
+        'failed',
+        mine.map((n) => `node ${n.key} failed: ${n.error ?? 'no error recorded'}`).join('; '),
+      );
       w.state = 'failed';
       progress.finished(w.id, await workflowNodeCancelUnstarted(tx, w.id));
     } else {
@@ -270,21 +278,30 @@ export async function workflowJobsRetried(tx: Queryable, jobIds: number[]): Prom
   await progress.apply(tx);
 }
 
+export type SignalOutcome =
+  | { outcome: 'not_found' }
+  /** No node of the workflow declares this name; `declared` are the names its nodes do declare. */
+  | { outcome: 'undeclared'; declared: string[] }
+  | { outcome: 'recorded'; accepted: boolean; completed: number };
+
 /**
- * Records a signal (once per name: a repeat returns false and changes nothing) and succeeds the
- * nodes waiting for it. A signal that arrives before its node is released is kept and completes the
- * node the moment it is released.
+ * Records a signal (once per name: a repeat returns accepted false and changes nothing) and succeeds
+ * the nodes waiting for it. A signal that arrives before its node is released is kept and completes
+ * the node the moment it is released. A name no node declares is refused and nothing is stored: it
+ * could never complete anything, and the sender most likely misspelt the one it meant.
  */
 export async function workflowSignal(
   tx: Queryable,
   workflowId: string,
   name: string,
   payload: unknown,
-): Promise<{ found: boolean; accepted: boolean; completed: number }> {
+): Promise<SignalOutcome> {
   const w = await workflowLock(tx, workflowId);
-  if (w === null) return { found: false, accepted: false, completed: 0 };
+  if (w === null) return { outcome: 'not_found' };
+  const declared = await workflowNodeSignalNames(tx, workflowId);
+  if (!declared.includes(name)) return { outcome: 'undeclared', declared };
   if (!(await workflowSignalInsert(tx, workflowId, name, payload))) {
-    return { found: true, accepted: false, completed: 0 };
+    return { outcome: 'recorded', accepted: false, completed: 0 };
   }
   const succeeded = await workflowNodeSucceedSignalled(
     tx,
@@ -293,7 +310,7 @@ export async function workflowSignal(
   const progress = new Progress();
   await propagate(tx, [w], progress, { succeeded, ready: [] });
   await progress.apply(tx);
-  return { found: true, accepted: true, completed: succeeded.length };
+  return { outcome: 'recorded', accepted: true, completed: succeeded.length };
 }
 
 /**

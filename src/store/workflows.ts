@@ -155,6 +155,14 @@ export async function workflowProgressApply(
                     THEN CASE WHEN w.failed_nodes + d.failed > 0 THEN 'failed' ELSE 'succeeded' END
                     ELSE w.state END,
        finished_at = CASE WHEN w.state = 'running' AND w.unfinished - d.finished = 0 THEN now() ELSE w.finished_at END,
+       -- Failing at the end (under 'continue'): name the node that failed first and why.
+       error = CASE WHEN w.state = 'running' AND w.unfinished - d.finished = 0 AND w.failed_nodes + d.failed > 0
+                    THEN (SELECT format('node %s failed: %s', n.key, coalesce(n.error, 'no error recorded'))
+                                 || CASE WHEN w.failed_nodes + d.failed > 1
+                                         THEN format(' (%s nodes failed)', w.failed_nodes + d.failed) ELSE '' END
+                            FROM workflow_nodes n WHERE n.workflow_id = w.id AND n.state = 'failed'
+                           ORDER BY n.finished_at, n.id LIMIT 1)
+                    ELSE w.error END,
        updated_at = now()
      FROM d
      WHERE w.id = d.id AND w.id = ANY($1::text[])

@@ -26,6 +26,13 @@ import { withTransaction, type Pool } from '../store/pool.ts';
  */
 const NODE_LANES = 3;
 
+/** Attempts whose end a shutdown could not write: their leases expire and the reaper hands them back. */
+export interface Unwritten {
+  succeeded: AttemptRef[];
+  failed: AttemptFailure[];
+  released: AttemptRef[];
+}
+
 export class Completer {
   readonly #pool: Pool;
   readonly #owner: string;
@@ -42,6 +49,9 @@ export class Completer {
   #failures: AttemptFailure[] = [];
   #releases: AttemptRef[] = [];
   #writing = false;
+  #abandoned = false;
+  /** Node-success batches being written, for flushWithin to report if it gives up on them. */
+  readonly #nodeInFlight = new Set<AttemptRef[]>();
   #idle: (() => void)[] = [];
   readonly #onWritten: () => void;
 
@@ -105,13 +115,14 @@ export class Completer {
   }
 
   #startNodeLanes(): void {
-    while (this.#nodeLanes < NODE_LANES && this.#nodeSuccesses.length > 0) {
+    while (this.#nodeLanes < NODE_LANES && this.#nodeSuccesses.length > 0 && !this.#abandoned) {
       // Shared out among the free lanes: the nodes a step of many chains finishes together commit
       // as several smaller transactions side by side, not one large one.
       const share = Math.ceil(this.#nodeSuccesses.length / (NODE_LANES - this.#nodeLanes));
       const batch = this.#nodeSuccesses.splice(0, Math.min(this.#batch, share));
       this.#nodeLanes++;
       this.#nodeWriting += batch.length;
+      this.#nodeInFlight.add(batch);
       void this.#writeNodes(batch);
     }
   }
@@ -124,11 +135,14 @@ export class Completer {
         await withTransaction(this.#pool, (tx) => jobCompleteMany(tx, this.#owner, batch));
         break;
       } catch (error) {
+        // Given up at shutdown: flushWithin reported this batch as unwritten.
+        if (this.#abandoned) return;
         this.#log.warn({ err: error, jobs: batch.length, retryInMs: delayMs }, 'completion write failed');
         await new Promise((r) => setTimeout(r, delayMs));
         delayMs = Math.min(delayMs * 2, 2000);
       }
     }
+    this.#nodeInFlight.delete(batch);
     this.#nodeLanes--;
     this.#nodeWriting -= batch.length;
     this.#onWritten();
@@ -136,8 +150,33 @@ export class Completer {
     this.#settled();
   }
 
+  /**
+   * flush() for shutdown: true once everything is written, false if `ms` pass first. Then it stops
+   * retrying (a write already sent may still land) and returns what it could not write.
+   */
+  async flushWithin(ms: number): Promise<Unwritten | null> {
+    let timer: NodeJS.Timeout | undefined;
+    const written = await Promise.race([
+      this.flush().then(() => true),
+      new Promise<false>((r) => (timer = setTimeout(() => r(false), ms))),
+    ]);
+    clearTimeout(timer);
+    if (written) return null;
+    this.#abandoned = true;
+    const left: Unwritten = {
+      succeeded: [...this.#successes, ...this.#nodeSuccesses, ...[...this.#nodeInFlight].flat()],
+      failed: [...this.#failures],
+      released: [...this.#releases],
+    };
+    this.#successes = [];
+    this.#nodeSuccesses = [];
+    this.#failures = [];
+    this.#releases = [];
+    return left;
+  }
+
   #kick(): void {
-    if (this.#writing) return;
+    if (this.#writing || this.#abandoned) return;
     this.#writing = true;
     // setImmediate, not a microtask: lets every handler that settles in this turn join the batch.
     setImmediate(() => void this.#drain());
@@ -145,7 +184,7 @@ export class Completer {
 
   async #drain(): Promise<void> {
     let delayMs = 50;
-    while (this.#mainPending > 0) {
+    while (this.#mainPending > 0 && !this.#abandoned) {
       try {
         await this.#writeOnce();
         delayMs = 50;

@@ -212,6 +212,23 @@ class QueueLoop {
   }
 }
 
+/** The least time a shutdown gives the writes that hand attempts back, even when handlers used the grace. */
+const HANDBACK_MIN_MS = 1000;
+
+/** Whether `p` settled within `ms`; a promise left behind (a statement to an unreachable database) is dropped. */
+async function settledWithin(p: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const settled = await Promise.race([
+    p.then(
+      () => true,
+      () => true,
+    ),
+    new Promise<false>((r) => (timer = setTimeout(() => r(false), ms))),
+  ]);
+  clearTimeout(timer);
+  return settled;
+}
+
 export class Worker {
   readonly id: string;
   readonly #pool: Pool;
@@ -325,29 +342,52 @@ export class Worker {
     await this.stop();
   }
 
+  /**
+   * Handlers get the shutdown grace; then the rest are aborted and every attempt's end is written.
+   * Each wait on the database ends with the grace (or HANDBACK_MIN_MS after the handlers, if they
+   * used all of it): with the database unreachable, a claim, write or heartbeat never returns, and
+   * retrying kept a stopped worker alive for minutes. What could not be written is logged; those
+   * attempts stay leased until their leases expire and the reaper hands them back.
+   */
   async #stop(): Promise<void> {
+    const deadline = this.#clock.monotonicMs() + this.#shutdownGraceMs;
+    const left = (): number => Math.max(0, deadline - this.#clock.monotonicMs());
     this.#stopping = true;
     for (const q of this.#queues.values()) q.wakeAll();
     // Buffered jobs go back at once, not after the running ones finish; then what claims still in
     // flight brought.
     const handedBack = this.#handBack();
-    await Promise.all(this.#loops);
-    await Promise.all(this.#byIdClaims);
-    await handedBack;
-    await this.#handBack();
-    if (!(await this.#waitIdle(this.#shutdownGraceMs))) {
+    await settledWithin(Promise.all([...this.#loops, ...this.#byIdClaims]), left());
+    await settledWithin(handedBack, left());
+    await settledWithin(this.#handBack(), left());
+    if (!(await this.#waitIdle(left()))) {
       this.#log.warn({ running: this.#running.size }, 'shutdown grace over; aborting and releasing the rest');
       for (const r of this.#running.values()) {
         r.aborter.abort(new WorkerShutdownError('worker shutting down'));
       }
       await this.#waitIdle(Number.POSITIVE_INFINITY);
     }
-    await this.#completer.flush();
+    // One window for every remaining wait on the database: the rest of the grace, at least 1 s.
+    const handBackBy = Math.max(deadline, this.#clock.monotonicMs() + HANDBACK_MIN_MS);
+    const handBackLeft = (): number => Math.max(0, handBackBy - this.#clock.monotonicMs());
+    const unwritten = await this.#completer.flushWithin(handBackLeft());
+    if (unwritten !== null) {
+      const ids = (refs: { id: number }[]): number[] => refs.map((r) => r.id);
+      const n = unwritten.succeeded.length + unwritten.failed.length + unwritten.released.length;
+      this.#log.error(
+        {
+          succeeded: ids(unwritten.succeeded),
+          failed: ids(unwritten.failed),
+          released: ids(unwritten.released),
+        },
+        `database unreachable at shutdown: could not hand back ${n} attempt(s); they stay leased to this worker until their leases expire, then run again (succeeded ones included)`,
+      );
+    }
     this.#backgroundStop?.();
-    await Promise.all(this.#background);
+    await settledWithin(Promise.all(this.#background), handBackLeft());
     for (const t of this.#timers) clearTimeout(t);
-    await this.#listener.stop();
-    if (this.#ownsPool) await this.#pool.end();
+    await settledWithin(this.#listener.stop(), handBackLeft());
+    if (this.#ownsPool) await settledWithin(this.#pool.end(), handBackLeft());
     this.#log.info('worker stopped');
   }
 

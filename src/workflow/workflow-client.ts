@@ -24,6 +24,24 @@ export class WorkflowNotFoundError extends Error {
   }
 }
 
+/** A signal whose name no node of the workflow declares: refused, nothing stored. */
+export class WorkflowSignalUndeclaredError extends Error {
+  override name = 'WorkflowSignalUndeclaredError';
+  constructor(
+    readonly workflowId: string,
+    readonly signal: string,
+    /** The signal names the workflow's nodes declare, sorted; empty when it has no signal nodes. */
+    readonly declared: string[],
+  ) {
+    super(
+      `workflow '${workflowId}' has no signal node named '${signal}'; ` +
+        (declared.length === 0
+          ? 'it has no signal nodes'
+          : `its signal nodes wait for: ${declared.join(', ')}`),
+    );
+  }
+}
+
 export interface SignalResult {
   /** False when this workflow had already received a signal of this name: nothing changed. */
   accepted: boolean;
@@ -73,9 +91,14 @@ export class WorkflowClient {
     return found(id, await withTransaction(this.#pool, (tx) => workflowResume(tx, id))).ok;
   }
 
+  /**
+   * Sends signal `name`: completes the signal nodes waiting for it, or those released later. Throws
+   * WorkflowSignalUndeclaredError (naming the declared ones) when no node declares `name`.
+   */
   async signal(id: string, name: string, payload?: unknown): Promise<SignalResult> {
     const r = await withTransaction(this.#pool, (tx) => workflowSignal(tx, id, name, payload));
-    if (!r.found) throw new WorkflowNotFoundError(id);
+    if (r.outcome === 'not_found') throw new WorkflowNotFoundError(id);
+    if (r.outcome === 'undeclared') throw new WorkflowSignalUndeclaredError(id, name, r.declared);
     return { accepted: r.accepted, completed: r.completed };
   }
 }

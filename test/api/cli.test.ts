@@ -199,6 +199,12 @@ test('workflow submit, ls, show, signal, cancel and resume from the CLI', async 
   assert.match(badState.stderr, /query\.state/);
   const signal = await cli(['workflow', 'signal', 'cli-wf', 'go', '--payload', '{"ok":true}']);
   assert.match(signal.stdout, /signal go: accepted/);
+  const typo = await cli(['workflow', 'signal', 'cli-wf', 'og']);
+  assert.equal(typo.code, 1, 'a signal no node declares exits non-zero');
+  assert.match(
+    typo.stderr,
+    /404: workflow 'cli-wf' has no signal node named 'og'; its signal nodes wait for: go/,
+  );
   assert.match((await cli(['workflow', 'cancel', 'cli-wf'])).stdout, /cancelled/);
   assert.match((await cli(['workflow', 'resume', 'cli-wf'])).stdout, /running/);
 });

@@ -92,6 +92,19 @@ test('signal, cancel and resume', async () => {
   assert.equal(signal.body.accepted, true);
   const twice = await api.call('POST', '/v1/workflows/wf-2/signals/approved', { token: api.tokens.acme });
   assert.equal(twice.body.accepted, false);
+  const undeclared = await api.call('POST', '/v1/workflows/wf-2/signals/aproved', { token: api.tokens.acme });
+  assert.equal(undeclared.status, 404, undeclared.text);
+  assert.deepEqual(undeclared.body.error, {
+    code: 'signal_not_declared',
+    message: "workflow 'wf-2' has no signal node named 'aproved'; its signal nodes wait for: approved",
+    fields: [
+      {
+        field: 'params.name',
+        reason: "workflow 'wf-2' has no signal node named 'aproved'; its signal nodes wait for: approved",
+      },
+    ],
+    requestId: undeclared.headers.get('x-request-id'),
+  });
   const cancel = await api.call('POST', '/v1/workflows/wf-2/cancel', { token: api.tokens.acme });
   assert.deepEqual(cancel.body, { changed: true, state: 'cancelled' });
   const cancelAgain = await api.call('POST', '/v1/workflows/wf-2/cancel', { token: api.tokens.acme });

@@ -159,7 +159,7 @@ test('fail_fast: a node out of retries fails the workflow, cancels what has not 
   ]);
   assert.equal(j.rows[0]?.state, 'cancelled', "the not-yet-started node's job is cancelled");
   const status = await workflows.status('ff');
-  assert.match(status.error ?? '', /node bad failed/);
+  assert.equal(status.error, 'node bad failed: disk full', 'which node failed, and why');
   assert.equal(status.jobs.running, 1);
 
   // The running node finishes and is recorded; nothing downstream starts.
@@ -194,6 +194,7 @@ test('continue: everything not downstream of the failure runs, then the workflow
   const ran = await drain(db.pool, 'cont');
   assert.deepEqual(ran.sort(), ['busy', 'busy-child', 'other', 'other-child']);
   assert.equal(await workflowState(db.pool, 'cont'), 'failed');
+  assert.equal((await workflows.status('cont')).error, 'node bad failed: boom', 'which node failed, and why');
   assert.deepEqual(await nodeStates(db.pool, 'cont'), {
     root: 'succeeded',
     bad: 'failed',
@@ -207,7 +208,21 @@ test('continue: everything not downstream of the failure runs, then the workflow
   assert.equal(await workflows.resume('cont'), true);
   assert.deepEqual(await drain(db.pool, 'cont'), ['bad', 'bad-child', 'bad-grandchild']);
   assert.equal(await workflowState(db.pool, 'cont'), 'succeeded');
+  assert.equal((await workflows.status('cont')).error, null, 'a resumed workflow that succeeds has no error');
   assert.equal(await workflows.resume('cont'), false, 'a succeeded workflow is not resumed');
+});
+
+test('continue: with several failed nodes the error names the first to fail, why, and how many failed', async () => {
+  await workflows.submit(policyGraph('cont2', 'continue'));
+  const [root] = await claim(db.pool, 'cont2');
+  await succeed(db.pool, [root!.id]);
+  const [bad] = await claim(db.pool, 'cont2', ['bad']);
+  await failFinally(db.pool, [bad!.id], 'disk full');
+  const [other] = await claim(db.pool, 'cont2', ['other']);
+  await failFinally(db.pool, [other!.id], 'timeout');
+  await drain(db.pool, 'cont2');
+  assert.equal(await workflowState(db.pool, 'cont2'), 'failed');
+  assert.equal((await workflows.status('cont2')).error, 'node bad failed: disk full (2 nodes failed)');
 });
 
 test('cancel stops what has not started; running nodes finish; resume picks up from there', async () => {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { signalTimeoutsFire } from '../../src/store/workflow-signal-timeouts.ts';
-import { WorkflowClient } from '../../src/workflow/workflow-client.ts';
+import { WorkflowClient, WorkflowSignalUndeclaredError } from '../../src/workflow/workflow-client.ts';
 import { createTestDatabase } from '../support/db.ts';
 import { availableKeys, claim, drain, nodeStates, succeed, workflowState } from './support.ts';
 
@@ -47,6 +47,37 @@ test('a signal node waits for its signal; a signal sent twice counts once', asyn
   assert.equal(await workflowState(db.pool, 'approval'), 'succeeded');
   assert.deepEqual(await workflows.signal('approval', 'approved'), { accepted: false, completed: 0 });
   await assert.rejects(workflows.signal('missing', 'approved'), /workflow 'missing' does not exist/);
+});
+
+test('a signal no node declares is refused, naming the declared ones, and nothing is stored', async () => {
+  await workflows.submit({
+    id: 'two-signals',
+    nodes: [
+      { id: 'ship', type: 'signal', signal: 'shipped' },
+      { id: 'approve', type: 'signal', signal: 'approved' },
+      { id: 'again', type: 'signal', signal: 'approved', dependsOn: ['ship'] },
+    ],
+  });
+  await assert.rejects(workflows.signal('two-signals', 'aproved', { by: 'alice' }), (e: unknown) => {
+    assert.ok(e instanceof WorkflowSignalUndeclaredError);
+    assert.deepEqual(e.declared, ['approved', 'shipped']);
+    assert.equal(
+      e.message,
+      "workflow 'two-signals' has no signal node named 'aproved'; its signal nodes wait for: approved, shipped",
+    );
+    return true;
+  });
+  await workflows.submit({ id: 'no-signals', nodes: [{ id: 'a', kind: 'k' }] });
+  await assert.rejects(
+    workflows.signal('no-signals', 'approved'),
+    /'no-signals' has no signal node named 'approved'; it has no signal nodes/,
+  );
+  const { rows } = await db.pool.query('SELECT * FROM workflow_signals WHERE workflow_id IN ($1, $2)', [
+    'two-signals',
+    'no-signals',
+  ]);
+  assert.deepEqual(rows, [], 'nothing stored');
+  assert.deepEqual(await workflows.signal('two-signals', 'approved'), { accepted: true, completed: 1 });
 });
 
 test('a signal that arrives before its node is released completes the node when it is released', async () => {

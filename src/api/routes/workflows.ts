@@ -6,7 +6,11 @@ import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
 import type { NodeSpec, WorkflowSpec } from '../../workflow/definition.ts';
 import { WorkflowValidationError } from '../../workflow/definition.ts';
-import { WorkflowClient, WorkflowNotFoundError } from '../../workflow/workflow-client.ts';
+import {
+  WorkflowClient,
+  WorkflowNotFoundError,
+  WorkflowSignalUndeclaredError,
+} from '../../workflow/workflow-client.ts';
 import type { WorkflowStatus } from '../../workflow/status.ts';
 import { NodeState } from '../../store/workflow-nodes.ts';
 import { WorkflowState } from '../../store/workflows.ts';
@@ -14,7 +18,7 @@ import { workflowNodeParents } from '../../store/workflow-graph.ts';
 import { PUSH_KIND, PUSH_QUEUE, pushPayload } from '../../push/target.ts';
 import type { Api } from '../app.ts';
 import { tenantScope } from '../auth.ts';
-import { badRequest, conflict, notFound } from '../errors.ts';
+import { ApiError, badRequest, conflict, notFound } from '../errors.ts';
 import { Name, PageLimit, PositiveInt4, TenantId, targetFields, withErrors } from '../schemas.ts';
 import type { RouteDeps } from '../server.ts';
 
@@ -375,7 +379,8 @@ export function workflowRoutes(app: Api, deps: RouteDeps): void {
     {
       schema: {
         operationId: 'signalWorkflow',
-        summary: 'Send a signal: completes the signal nodes waiting for this name (once per name)',
+        summary:
+          'Send a signal: completes the signal nodes waiting for this name (once per name); 404 signal_not_declared when no node declares it',
         tags: ['workflows'],
         params: Type.Object({
           id: IdParams.properties.id,
@@ -389,7 +394,18 @@ export function workflowRoutes(app: Api, deps: RouteDeps): void {
     },
     async (request) => {
       await forCaller(request, request.params.id);
-      return workflows.signal(request.params.id, request.params.name, request.body?.payload);
+      try {
+        return await workflows.signal(request.params.id, request.params.name, request.body?.payload);
+      } catch (error) {
+        // 404, not 409: the name is part of the URL and no state of the workflow would ever make it
+        // valid (its nodes are fixed at submit), so it is a resource that does not exist.
+        if (error instanceof WorkflowSignalUndeclaredError) {
+          throw new ApiError(404, 'signal_not_declared', error.message, [
+            { field: 'params.name', reason: error.message },
+          ]);
+        }
+        throw error;
+      }
     },
   );
 }
