@@ -277,6 +277,7 @@ const VALID_BODIES: Record<string, unknown> = {
   enqueueJobs: { queue: 'q', kind: 'k', payload: { a: { b: 'c' } }, runAt: '2030-01-01T00:00:00Z' },
   retryJob: { extraAttempts: 1 },
   retryDeadJobs: { ids: [1, 2] },
+  discardDeadJobs: { ids: [1, 2] },
   submitWorkflow: {
     name: 'walk',
     nodes: [

@@ -1,8 +1,9 @@
 /** Administration (admin tokens only): API tokens, tenants and their quotas, queue limits and retry defaults. */
 import { Type } from '@sinclair/typebox';
 import { queueGet, queueList, queueUpsert, type QueueRow } from '../../store/queues.ts';
-import { tenantExists, tenantGet, tenantList, tenantUpsert, type TenantRow } from '../../store/tenants.ts';
-import { tokenList, tokenRevoke, type TokenRow } from '../../store/tokens.ts';
+import { tenantExists, tenantGet, tenantList, tenantUpsert } from '../../store/tenants.ts';
+import { tokenList, tokenRevoke } from '../../store/tokens.ts';
+import { Tenant, tenantJson, Token, tokenJson } from '../admin-json.ts';
 import type { Api } from '../app.ts';
 import { requireAdmin } from '../auth.ts';
 import { badRequest, notFound } from '../errors.ts';
@@ -11,35 +12,6 @@ import type { RouteDeps } from '../server.ts';
 import { tokenMint } from '../tokens.ts';
 
 const ADMIN_ERRORS = [400, 401, 403, 404, 429];
-
-const Token = Type.Object({
-  id: Type.String(),
-  tenantId: Type.Union([Type.String(), Type.Null()]),
-  name: Type.String(),
-  ratePerS: Type.Union([Type.Integer(), Type.Null()]),
-  createdAt: Type.String({ format: 'date-time' }),
-});
-
-function tokenJson(row: TokenRow) {
-  return {
-    id: row.id,
-    tenantId: row.tenant_id,
-    name: row.name,
-    ratePerS: row.rate_per_s,
-    createdAt: row.created_at.toISOString(),
-  };
-}
-
-const Tenant = Type.Object({
-  id: Type.String(),
-  name: Type.String(),
-  maxRunning: Type.Union([Type.Integer(), Type.Null()]),
-  createdAt: Type.String({ format: 'date-time' }),
-});
-
-function tenantJson(row: TenantRow) {
-  return { id: row.id, name: row.name, maxRunning: row.maxRunning, createdAt: row.createdAt.toISOString() };
-}
 
 const Queue = Type.Object({
   name: Type.String(),

@@ -9,26 +9,14 @@ import type { TSchema } from '@sinclair/typebox';
 import { Name, PositiveInt4, TenantId } from '../../api/schemas.ts';
 import { tokenMint } from '../../api/tokens.ts';
 import { createPool, type Pool } from '../../store/pool.ts';
-import { tenantExists, tenantList, tenantUpsert, type TenantRow } from '../../store/tenants.ts';
-import { tokenList, tokenRevoke, type TokenRow } from '../../store/tokens.ts';
+import { tenantExists, tenantList, tenantUpsert } from '../../store/tenants.ts';
+import { tokenList, tokenRevoke } from '../../store/tokens.ts';
+import { tenantJson, tokenJson, type TenantJson, type TokenJson } from '../../api/admin-json.ts';
 import { UsageError } from '../usage-error.ts';
 import { apiClient, type ApiClient } from './api-client.ts';
 
-export interface Token {
-  id: string;
-  tenantId: string | null;
-  name: string;
-  ratePerS: number | null;
-  createdAt: string;
-  token?: string;
-}
-
-export interface Tenant {
-  id: string;
-  name: string;
-  maxRunning: number | null;
-  createdAt: string;
-}
+export type Token = TokenJson & { token?: string };
+export type Tenant = TenantJson;
 
 export interface TokenInput {
   tenantId: string | null;
@@ -82,20 +70,6 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 function checked(flag: string, schema: TSchema, value: unknown): void {
   const first = Value.Errors(schema, value).First();
   if (first !== undefined) throw new UsageError(`${flag}: ${first.message} (got ${JSON.stringify(value)})`);
-}
-
-function tokenJson(row: TokenRow): Token {
-  return {
-    id: row.id,
-    tenantId: row.tenant_id,
-    name: row.name,
-    ratePerS: row.rate_per_s,
-    createdAt: row.created_at.toISOString(),
-  };
-}
-
-function tenantJson(row: TenantRow): Tenant {
-  return { id: row.id, name: row.name, maxRunning: row.maxRunning, createdAt: row.createdAt.toISOString() };
 }
 
 class DatabaseAdmin implements AdminBackend {
