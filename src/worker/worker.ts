@@ -333,6 +333,13 @@ export class Worker {
     return this.#running.size;
   }
 
+  /** Jobs claimed ahead and waiting here for a free slot, across its queues. */
+  get bufferedCount(): number {
+    let n = 0;
+    for (const q of this.#queues.values()) n += q.buffer.length;
+    return n;
+  }
+
   stop(): Promise<void> {
     this.#stopped ??= this.#stop();
     return this.#stopped;

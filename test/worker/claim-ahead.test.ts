@@ -61,7 +61,8 @@ async function setup(queue: string, options: Partial<WorkerOptions> = {}): Promi
       `SELECT count(*)::int AS n FROM jobs WHERE id = ANY ($1) AND state = 'running' AND lease_owner = $2`,
       [buffered, worker.id],
     );
-    return rows[0]?.n === 3;
+    // The database shows the claim before this worker has read its answer: wait for both.
+    return rows[0]?.n === 3 && worker.bufferedCount === 3;
   });
   assert.equal(worker.runningCount, 1, 'the buffered jobs hold no slot');
   return { worker, clock, blocker, buffered, ran, unblock: gate.resolve };
