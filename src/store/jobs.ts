@@ -8,17 +8,13 @@
  * machine"). Where a batch must match (id, attempt) pairs, the pairs are not joined in but looked up
  * by binary search (sortedById, below).
  *
- * A batch claim is sent unnamed, so PostgreSQL plans each run against the table as it is then,
- * unless it is a claim loop's timed poll (JobClaimParams.poll). One named statement for every claim
- * let a connection cache the generic plan it made while the table was empty (an idle worker polling
- * an empty queue; a new cluster): seq scans of jobs for the tenant lines, which it went on using when
- * a burst of 50,000 jobs came, claims of 150–400 ms instead of ~15, until an autovacuum or ANALYZE of
- * jobs replaced the plan (test: burst-plan). Parsing and planning a claim costs ~1.3 ms, nothing
- * beside 1,000 jobs, but four times what an empty poll otherwise costs (1.7 against 0.35–0.4 ms), and
- * an idle queue is polled by each of its loops every second: polls keep the cached plan, and so may
- * scan a table that filled since it was made, until that autovacuum. The other statements keep their
- * cached plans too: on the enqueue-to-start path planning every run added ~0.3 ms to 1.5, and the
- * batch finishes plan a seq scan of a table whose statistics say empty either way.
+ * A batch claim is sent unnamed, so PostgreSQL plans each run against the table as it is then: a
+ * generic plan cached while the table was empty keeps seq-scanning it when a burst arrives (claims of
+ * 150–400 ms instead of ~15; test: burst-plan). A claim loop's timed poll of an idle queue is the
+ * exception (JobClaimParams.poll): it keeps a named statement, since planning costs ~1.3 ms against
+ * ~0.4 ms for a cached empty poll, run by each loop every second; the price is that such a poll may
+ * scan a table that filled since its plan was made, until the next autovacuum of jobs. The other
+ * statements keep their cached plans: planning every run added ~0.3 ms to enqueue-to-start.
  */
 import pg from 'pg';
 import { arrayLiteral } from './array-literal.ts';
@@ -153,8 +149,7 @@ const CLAIM_RETURNING = `RETURNING j.id, j.queue, j.kind, j.tenant_id AS "tenant
  *
  * The claim commits asynchronously (synchronous_commit off for its own transaction only): the
  * handler starts without waiting for a WAL flush, which under load is most of the claim's time
- * (enqueue → handler start p50 16.4/15.4/19.5 ms before, 8.1/12.5/12.2 ms after, alternating runs
- * at load 3–5; claim p50 5.7–7.7 → 2.4–3.3 ms). What a database crash can cost: a claim made in the
+ * (enqueue → handler start p50 about halved). What a database crash can cost: a claim made in the
  * last few hundred ms before it is lost, so the job is available again with its earlier attempt
  * number and runs again, which at-least-once already allows. The lost attempt can not write: its
  * finish needs the job still running under this owner and attempt, and a worker that claims the
