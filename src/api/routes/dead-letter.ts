@@ -15,6 +15,21 @@ import type { RouteDeps } from '../server.ts';
 
 const MAX_RETRY = 1000;
 
+/** The body fields by which a bulk retry or discard names its dead jobs: ids, or a filter. */
+const DEAD_SELECTION = {
+  ids: Type.Optional(Type.Array(JobId, { minItems: 1, maxItems: MAX_RETRY })),
+  queue: Type.Optional(QueueName),
+  kind: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+  tenantId: Type.Optional(TenantId),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_RETRY, default: 100 })),
+};
+
+/** The ids asked for (or selected) that the action did not take, each once. */
+function leftOut(asked: number[], done: number[]): number[] {
+  const taken = new Set(done);
+  return [...new Set(asked)].filter((id) => !taken.has(id));
+}
+
 /** Dead jobs a retry or discard names: the ids given (only those dead and visible), or a filter's. */
 async function selectDead(
   pool: RouteDeps['pool'],
@@ -77,11 +92,7 @@ export function deadLetterRoutes(app: Api, deps: RouteDeps): void {
         tags: ['dead-letter'],
         body: Type.Object(
           {
-            ids: Type.Optional(Type.Array(JobId, { minItems: 1, maxItems: MAX_RETRY })),
-            queue: Type.Optional(QueueName),
-            kind: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
-            tenantId: Type.Optional(TenantId),
-            limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_RETRY, default: 100 })),
+            ...DEAD_SELECTION,
             extraAttempts: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 1 })),
           },
           { additionalProperties: false },
@@ -100,12 +111,7 @@ export function deadLetterRoutes(app: Api, deps: RouteDeps): void {
       const b = request.body;
       const ids = await selectDead(pool, b, tenantScope(request, b.tenantId));
       const retried = await jobRetryMany(pool, ids, b.extraAttempts ?? 1);
-      const done = new Set(retried);
-      const asked = b.ids ?? ids;
-      return {
-        retried: retried.sort((x, y) => x - y),
-        notRetried: [...new Set(asked)].filter((id) => !done.has(id)),
-      };
+      return { retried: retried.sort((x, y) => x - y), notRetried: leftOut(b.ids ?? ids, retried) };
     },
   );
 
@@ -116,16 +122,7 @@ export function deadLetterRoutes(app: Api, deps: RouteDeps): void {
         operationId: 'discardDeadJobs',
         summary: 'Delete dead jobs with their attempts, by ids or by filter (up to 1,000 per call)',
         tags: ['dead-letter'],
-        body: Type.Object(
-          {
-            ids: Type.Optional(Type.Array(JobId, { minItems: 1, maxItems: MAX_RETRY })),
-            queue: Type.Optional(QueueName),
-            kind: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
-            tenantId: Type.Optional(TenantId),
-            limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_RETRY, default: 100 })),
-          },
-          { additionalProperties: false },
-        ),
+        body: Type.Object(DEAD_SELECTION, { additionalProperties: false }),
         response: withErrors({
           200: Type.Object({
             discarded: Type.Array(Type.Integer()),
@@ -140,11 +137,7 @@ export function deadLetterRoutes(app: Api, deps: RouteDeps): void {
       const b = request.body;
       const ids = await selectDead(pool, b, tenantScope(request, b.tenantId));
       const discarded = await jobDiscardDead(pool, ids);
-      const done = new Set(discarded);
-      return {
-        discarded,
-        notDiscarded: [...new Set(b.ids ?? ids)].filter((id) => !done.has(id)),
-      };
+      return { discarded, notDiscarded: leftOut(b.ids ?? ids, discarded) };
     },
   );
 }
