@@ -3,7 +3,8 @@
  * becomes a value. It refuses, naming the field, what no schema check can see and PostgreSQL would
  * fail on: text with a NUL or an unpaired surrogate anywhere (payloads included), nesting deeper
  * than MAX_JSON_DEPTH, and `__proto__` keys. The size limit is Fastify's `bodyLimit` (413).
- * An empty body is no body, so routes whose body is optional (retry, heartbeat, signal) take one.
+ * An empty body is no body, so routes whose body is optional (retry, heartbeat, signal) take one;
+ * a literal `null` is refused.
  */
 import type { FastifyInstance } from 'fastify';
 import { jsonProblems } from '../input.ts';
@@ -23,6 +24,12 @@ export function useJsonBodyParser(app: FastifyInstance): void {
     } catch (error) {
       const reason = error instanceof Error ? error.message : String(error);
       done(badRequest([{ field: 'body', reason: `is not valid JSON: ${reason}` }], { cause: error }));
+      return;
+    }
+    // Every body the API takes is an object; a literal null would pass an optional body's schema
+    // check as if no body were sent.
+    if (value === null) {
+      done(badRequest([{ field: 'body', reason: 'must be an object, not null (or send no body)' }]));
       return;
     }
     const problems = jsonProblems(value, 'body');
