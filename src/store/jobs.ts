@@ -468,25 +468,15 @@ export async function jobReleaseMany(
   owner: string,
   refs: readonly AttemptRef[],
 ): Promise<number[]> {
-  if (refs.length === 0) return [];
-  const batch = sortedById(refs);
-  const result = await db.query<{ id: number }>(
-    `WITH done AS (
-        UPDATE jobs j SET state = 'available', run_at = now(), lease_owner = NULL, lease_expires_at = NULL,
-               max_attempts = j.max_attempts + 1
-        WHERE ${ownedAttempt('$3')}
-        RETURNING j.id, j.attempt, j.started_at, j.queue
-      ),
-      history AS (
+  return jobsHandBack(db, owner, refs, {
+    set: 'run_at = now(), max_attempts = j.max_attempts + 1',
+    where: '',
+    after: `history AS (
         INSERT INTO job_attempts (job_id, attempt, worker, started_at, finished_at, outcome, error)
         SELECT id, attempt, $3, started_at, now(), 'released', 'worker shut down before the handler finished'
         FROM done
-      ),
-      wake AS (SELECT pg_notify('tidemark_jobs', queue) FROM (SELECT DISTINCT queue FROM done) d)
-      SELECT id FROM done WHERE (SELECT count(*) FROM wake) >= 0`,
-    [arrayLiteral(batch.map((r) => r.id)), arrayLiteral(batch.map((r) => r.attempt)), owner],
-  );
-  return result.rows.map((r) => r.id);
+      ),`,
+  });
 }
 
 /**
@@ -501,15 +491,32 @@ export async function jobUnclaimMany(
   owner: string,
   refs: readonly AttemptRef[],
 ): Promise<number[]> {
+  return jobsHandBack(db, owner, refs, {
+    set: 'attempt = j.attempt - 1, started_at = NULL, heartbeat_at = NULL',
+    where: 'AND j.cancel_requested_at IS NULL',
+    after: '',
+  });
+}
+
+/**
+ * Makes owned attempts available again, with `set` for what else changes and `after` for CTEs that
+ * read `done`, and wakes their queues' workers; returns the ids handed back.
+ */
+async function jobsHandBack(
+  db: Queryable,
+  owner: string,
+  refs: readonly AttemptRef[],
+  how: { set: string; where: string; after: string },
+): Promise<number[]> {
   if (refs.length === 0) return [];
   const batch = sortedById(refs);
   const result = await db.query<{ id: number }>(
     `WITH done AS (
-        UPDATE jobs j SET state = 'available', attempt = j.attempt - 1, lease_owner = NULL,
-               lease_expires_at = NULL, started_at = NULL, heartbeat_at = NULL
-        WHERE ${ownedAttempt('$3')} AND j.cancel_requested_at IS NULL
-        RETURNING j.id, j.queue
+        UPDATE jobs j SET state = 'available', lease_owner = NULL, lease_expires_at = NULL, ${how.set}
+        WHERE ${ownedAttempt('$3')} ${how.where}
+        RETURNING j.id, j.attempt, j.started_at, j.queue
       ),
+      ${how.after}
       wake AS (SELECT pg_notify('tidemark_jobs', queue) FROM (SELECT DISTINCT queue FROM done) d)
       SELECT id FROM done WHERE (SELECT count(*) FROM wake) >= 0`,
     [arrayLiteral(batch.map((r) => r.id)), arrayLiteral(batch.map((r) => r.attempt)), owner],
