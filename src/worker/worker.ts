@@ -653,6 +653,7 @@ export class Worker {
           outcome: result.outcome,
           error: result.error,
           retryable: result.retryable,
+          retryAfterMs: result.retryAfterMs,
         });
         break;
       case 'lost':

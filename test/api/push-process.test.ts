@@ -1,6 +1,6 @@
 /**
- * A push executor process is SIGKILLed while its target is still working on the request. Another
- * executor takes the job over once the lease expires and delivers it again with the same
+ * A `tidemark push` worker process is SIGKILLed while its target is still working on the request.
+ * Another takes the job over once the lease expires and delivers it again with the same
  * Idempotency-Key: nothing is lost, and the job succeeds exactly once.
  */
 import assert from 'node:assert/strict';
@@ -14,7 +14,7 @@ import { spawnTidemark } from '../support/processes.ts';
 
 const db = await createTestDatabase();
 
-test('SIGKILL of the push executor mid-request: redelivered after the lease, same key, one success', async () => {
+test('SIGKILL of the push worker mid-request: redelivered after the lease, same key, one success', async () => {
   const seen: IncomingHttpHeaders[] = [];
   const held: ServerResponse[] = [];
   const server = createServer((req, res) => {
@@ -51,7 +51,7 @@ test('SIGKILL of the push executor mid-request: redelivered after the lease, sam
 
   const env = { DATABASE_URL: db.url, TIDEMARK_LOG_LEVEL: 'warn' };
   const first = spawnTidemark(['push', '--lease-ms', '2000'], { env });
-  await first.waitFor(/push executor \S+ running/);
+  await first.waitFor(/push worker \S+ ready: http\(64\)/);
   for (let i = 0; seen.length === 0; i++) {
     assert.ok(i < 400, 'first delivery never arrived');
     await new Promise((r) => setTimeout(r, 50));
@@ -59,7 +59,7 @@ test('SIGKILL of the push executor mid-request: redelivered after the lease, sam
   await first.kill('SIGKILL');
 
   const second = spawnTidemark(['push', '--lease-ms', '2000'], { env });
-  await second.waitFor(/push executor \S+ running/);
+  await second.waitFor(/push worker \S+ ready: http\(64\)/);
   let state = '';
   for (let i = 0; state !== 'succeeded'; i++) {
     assert.ok(i < 600, `job still ${state}`);
