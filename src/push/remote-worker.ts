@@ -7,9 +7,7 @@
  * extend with the workflow step (children released, or the node failed), so the two commit together.
  */
 import {
-  jobClaimBatch,
   jobClaimLimitsGet,
-  jobClaimLock,
   jobCompleteMany,
   jobFailMany,
   jobHeartbeat,
@@ -19,6 +17,7 @@ import {
   type LeaseRenewed,
 } from '../store/jobs.ts';
 import { withTransaction, type Pool } from '../store/pool.ts';
+import { queueClaim } from '../worker/claim.ts';
 import { nextTenantCursor } from '../worker/worker.ts';
 
 export interface ClaimRequest {
@@ -58,14 +57,10 @@ export async function remoteClaim(pool: Pool, request: ClaimRequest): Promise<Cl
       tenantCursor: cursor,
       poll: request.poll,
     };
-    const quotas = limits.tenantQuotas;
-    const claimed =
-      limits.limitedQueues.has(queue) || quotas
-        ? await withTransaction(pool, async (tx) => {
-            await jobClaimLock(tx, queue, quotas);
-            return jobClaimBatch(tx, { ...params, limited: true });
-          })
-        : await jobClaimBatch(pool, { ...params, limited: false });
+    const claimed = await queueClaim(pool, params, {
+      limited: limits.limitedQueues.has(queue),
+      tenantQuotas: limits.tenantQuotas,
+    });
     cursors[queue] = nextTenantCursor(cursor, claimed);
     jobs.push(...claimed);
   }
