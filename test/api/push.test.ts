@@ -11,6 +11,7 @@ import type { AddressInfo } from 'node:net';
 import { after, test } from 'node:test';
 import { pino } from 'pino';
 import { pushHandlers, retryAfterMs, type PushOptions } from '../../src/push/handler.ts';
+import { pushTarget } from '../../src/push/target.ts';
 import { Worker } from '../../src/worker/worker.ts';
 import { startTestApi } from './support.ts';
 
@@ -268,4 +269,22 @@ test('Retry-After is read as seconds or as an HTTP date', () => {
   assert.equal(retryAfterMs('Mon, 05 Jan 2026 08:00:00 GMT', now), 0, 'a date in the past means now');
   assert.equal(retryAfterMs('soon', now), null);
   assert.equal(retryAfterMs(null, now), null);
+});
+
+test('pushTarget and pushHandlers refuse bad input naming the field', () => {
+  assert.deepEqual(pushTarget('https://example.com/hook', { a: 1 }), {
+    queue: 'http',
+    kind: 'http.post',
+    payload: { url: 'https://example.com/hook', body: { a: 1 } },
+  });
+  assert.throws(() => pushTarget('not a url'), /^TypeError: url: not a URL$/);
+  assert.throws(() => pushTarget('ftp://example.com/x'), /^TypeError: url: ftp: is not http or https$/);
+  assert.throws(
+    () => pushHandlers({ perHostConcurrency: 0 }),
+    /^TypeError: push.perHostConcurrency: must be a positive integer, got 0$/,
+  );
+  assert.throws(
+    () => pushHandlers({ requestTimeoutMs: 1.5 }),
+    /^TypeError: push.requestTimeoutMs: must be a positive integer, got 1.5$/,
+  );
 });
