@@ -231,6 +231,28 @@ test('a cancel reaches the request in flight: the connection is closed and the j
   await until('the connection closed', () => closed);
 });
 
+test('a job waiting for its host slot stops waiting when cancelled, and never sends its request', async () => {
+  await pushWorker('http-one', 100, { perHostConcurrency: 1 });
+  const held: ServerResponse[] = [];
+  const t = await target((_s, res) => void held.push(res));
+  const first = await enqueue(t.url, { queue: 'http-one', timeoutMs: 60_000 });
+  await until('the first request arrived', () => t.seen.length === 1);
+  const second = await enqueue(t.url, { queue: 'http-one', timeoutMs: 60_000 });
+  for (let i = 0; ; i++) {
+    const r = await api.call<{ state: string }>('GET', `/v1/jobs/${second}`);
+    if (r.body.state === 'running') break;
+    assert.ok(i < 500, `second job still ${r.body.state}`);
+    await new Promise((res) => setTimeout(res, 20));
+  }
+  assert.equal((await api.call('POST', `/v1/jobs/${second}/cancel`)).status, 200);
+  // Well within the worker's 5 s timeout grace, after which even a handler that kept waiting ends.
+  const cancelled = await settled(second, 3000);
+  assert.equal(cancelled.state, 'cancelled');
+  held[0]?.end();
+  assert.equal((await settled(first)).state, 'succeeded');
+  assert.equal(t.seen.length, 1, 'the cancelled job never reached the host');
+});
+
 test('requestTimeoutMs caps the job timeout: a target that never answers times out at the cap', async () => {
   await pushWorker('http-capped', 100, { requestTimeoutMs: 300 });
   const t = await target(() => undefined);
