@@ -23,6 +23,7 @@ export interface PushOptions {
   perHostConcurrency?: number;
   /** Longest a request may take, whatever the job's own timeout. Default 30 s. */
   requestTimeoutMs?: number;
+  /** Wall time for Tidemark-Deadline and Retry-After dates, monotonic time for the timeout. */
   clock?: Clock;
 }
 
