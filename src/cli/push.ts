@@ -18,15 +18,18 @@ import { UsageError } from './usage-error.ts';
 const DEFAULT_IN_FLIGHT = 64;
 
 const HELP = `usage: tidemark push [--queue Q]… [--per-host N] [--max-in-flight N] [--timeout-ms N] [--lease-ms N]
+                     [--shutdown-grace-ms N]
 
 Runs a worker for jobs that target a URL (kind http.post) on the queues named (default: ${PUSH_QUEUE}) of
 the database at DATABASE_URL: each is POSTed with Idempotency-Key, Tidemark-Job-Id, Tidemark-Attempt
 and Tidemark-Deadline headers. 2xx succeeds; 408, 429, 5xx, network errors and timeouts are retried
 (a longer Retry-After wins over the backoff); any other status goes to the dead letter.
-  --max-in-flight N  requests in flight per queue (default ${DEFAULT_IN_FLIGHT})
-  --per-host N       requests in flight to one host:port (default ${PUSH_DEFAULTS.perHostConcurrency})
-  --timeout-ms N     longest a request may take, whatever the job's timeout (default ${PUSH_DEFAULTS.requestTimeoutMs})
-  --lease-ms N       lease per claimed job, renewed every third of it (default 30000)
+  --max-in-flight N      requests in flight per queue (default ${DEFAULT_IN_FLIGHT})
+  --per-host N           requests in flight to one host:port (default ${PUSH_DEFAULTS.perHostConcurrency})
+  --timeout-ms N         longest a request may take, whatever the job's timeout (default ${PUSH_DEFAULTS.requestTimeoutMs})
+  --lease-ms N           lease per claimed job, renewed every third of it (default 30000)
+  --shutdown-grace-ms N  how long SIGTERM lets requests in flight finish before they are aborted
+                         and handed back (default 10000)
 `;
 
 function positive(name: string, value: string | undefined): number | undefined {
@@ -43,6 +46,7 @@ export interface PushFlagValues {
   'max-in-flight'?: string;
   'timeout-ms'?: string;
   'lease-ms'?: string;
+  'shutdown-grace-ms'?: string;
 }
 
 /** Starts the push preset on `pool`; used by `tidemark push` and `tidemark dev`. */
@@ -58,6 +62,7 @@ export async function startPushWorker(
     requestTimeoutMs: positive('timeout-ms', values['timeout-ms']),
   });
   const leaseMs = positive('lease-ms', values['lease-ms']);
+  const shutdownGraceMs = positive('shutdown-grace-ms', values['shutdown-grace-ms']);
   await schemaCheck(pool);
   const worker = new Worker({
     pool,
@@ -65,6 +70,7 @@ export async function startPushWorker(
     handlers,
     queues: (values.queue ?? [PUSH_QUEUE]).map((name) => ({ name, concurrency })),
     leaseMs,
+    shutdownGraceMs,
     log,
   });
   await worker.start();
@@ -82,6 +88,7 @@ export const command: Command = {
         'max-in-flight': { type: 'string' },
         'timeout-ms': { type: 'string' },
         'lease-ms': { type: 'string' },
+        'shutdown-grace-ms': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
     });
@@ -102,6 +109,10 @@ export const command: Command = {
       });
       log.info({ signal }, 'stopping');
       await worker.stop();
+      // As `tidemark worker`: with the database unreachable, pool.end() waits on statements that never
+      // return; once every attempt is settled (written, or logged as not), they may not keep a
+      // stopped worker alive. unref'd: a process that exits by itself first is not held either.
+      setTimeout(() => process.exit(process.exitCode ?? 0), 1000).unref();
       return 0;
     } finally {
       await pool.end();
