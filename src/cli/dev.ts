@@ -123,6 +123,18 @@ async function startRoles(roles: Role[], options: RoleOptions): Promise<void> {
   roles.push(
     await (await import('../api/role.ts')).startDevApi({ pool, dataDir: options.dataDir, logger: log }),
   );
+  // URL-targeted jobs (the quick start's webhook schedule): the push preset, a worker of its own.
+  // Its maintenance also applies workflow signal timeouts, so dev needs no timer for those.
+  const { startPushWorker } = await import('./push.ts');
+  const push = await startPushWorker({}, pool, url, log.child({ role: 'push' }));
+  const withdrawPush = exportWorkerMetrics(push);
+  roles.push({
+    name: 'push',
+    stop: async () => {
+      withdrawPush();
+      await push.stop();
+    },
+  });
   if (options.handlers !== undefined) {
     const { startWorkerRole } = await import('./worker.ts');
     const role = await startWorkerRole({ handlers: options.handlers, queue: options.queue }, pool, url);
@@ -134,12 +146,6 @@ async function startRoles(roles: Role[], options: RoleOptions): Promise<void> {
         await role.stop();
       },
     });
-  } else {
-    // A worker runs the signal-node timeouts itself; without one, dev runs them on its own.
-    const { SignalTimer } = await import('../workflow/signal-timer.ts');
-    const signalTimer = new SignalTimer({ pool, log });
-    signalTimer.start();
-    roles.push(signalTimer);
   }
   // No supervisor in dev: a lost lease ends that term and a fresh instance contends as a standby.
   const { RestartingScheduler } = await import('../scheduler/restarting.ts');

@@ -395,6 +395,8 @@ export interface AttemptFailure extends AttemptRef {
   error: string;
   /** false: dead at once (a non-retryable error), whatever attempts remain. */
   retryable: boolean;
+  /** The retry waits at least this long, when the backoff chose sooner (RetryAfterError). */
+  retryAfterMs?: number;
 }
 
 export interface JobFailed {
@@ -406,7 +408,8 @@ export interface JobFailed {
 /**
  * Records failed attempts. Each job goes to `cancelled` (cancel requested or the attempt was
  * cancelled), `dead` (non-retryable or attempts exhausted) or `failed` with run_at pushed out by the
- * backoff (job override, else queue, else 1 s base and 1 h cap).
+ * backoff (job override, else queue, else 1 s base and 1 h cap), or by the attempt's retryAfterMs
+ * when that is longer.
  */
 export async function jobFailMany(
   db: Queryable,
@@ -427,9 +430,10 @@ export async function jobFailMany(
                CASE WHEN ($3::text[])[m.i] = 'cancelled' OR j.cancel_requested_at IS NOT NULL THEN 'cancelled'
                     WHEN NOT ($5::boolean[])[m.i] OR j.attempt >= j.max_attempts THEN 'dead'
                     ELSE 'failed' END AS state,
-               now() + make_interval(secs => tidemark_backoff_ms(j.attempt,
+               now() + make_interval(secs => greatest(tidemark_backoff_ms(j.attempt,
                  coalesce(j.backoff_base_ms, q.backoff_base_ms, 1000),
-                 coalesce(j.backoff_max_ms, q.backoff_max_ms, 3600000)) / 1000.0) AS retry_at
+                 coalesce(j.backoff_max_ms, q.backoff_max_ms, 3600000)), ($7::float8[])[m.i]) / 1000.0)
+                 AS retry_at
         FROM mine m JOIN jobs j ON j.id = m.id LEFT JOIN queues q ON q.name = j.queue
       ),
       done AS (
@@ -451,6 +455,7 @@ export async function jobFailMany(
       batch.map((f) => f.error),
       batch.map((f) => f.retryable),
       owner,
+      arrayLiteral(batch.map((f) => f.retryAfterMs ?? 'NULL')),
     ],
   });
   // Workflow nodes whose job will not run again fail under their workflow's policy, in this same

@@ -14,10 +14,8 @@ import type { Clock } from '../clock.ts';
 import { systemClock } from '../clock.ts';
 import { createLogger, type Logger } from '../log.ts';
 import {
-  jobClaimBatch,
   jobClaimById,
   jobClaimLimitsGet,
-  jobClaimLock,
   jobCountsByQueue,
   jobPromoteDue,
   jobReapExpired,
@@ -30,6 +28,7 @@ import { mayBeWorkflowJobKey } from '../store/job-key.ts';
 import { createPool, withTransaction, type Pool } from '../store/pool.ts';
 import { signalTimeoutsFire } from '../store/workflow-signal-timeouts.ts';
 import { AttemptContext, type AttemptHost } from './attempt-context.ts';
+import { queueClaim } from './claim.ts';
 import { Completer } from './completer.ts';
 import { JobCancelledError, LeaseLostError, WorkerShutdownError } from './errors.ts';
 import { AttemptAbort, runAttempt, type AttemptResult } from './executor.ts';
@@ -481,14 +480,10 @@ export class Worker {
       tenantCursor: q.tenantCursor,
       poll,
     };
-    const quotas = this.#tenantQuotas;
-    const jobs =
-      q.limited || quotas
-        ? await withTransaction(this.#pool, async (tx) => {
-            await jobClaimLock(tx, q.name, quotas);
-            return jobClaimBatch(tx, { ...params, limited: true });
-          })
-        : await jobClaimBatch(this.#pool, { ...params, limited: false });
+    const jobs = await queueClaim(this.#pool, params, {
+      limited: q.limited,
+      tenantQuotas: this.#tenantQuotas,
+    });
     q.stats.claimLatency.add(this.#clock.monotonicMs() - t0);
     q.tenantCursor = nextTenantCursor(q.tenantCursor, jobs);
     return jobs;
@@ -653,6 +648,7 @@ export class Worker {
           outcome: result.outcome,
           error: result.error,
           retryable: result.retryable,
+          retryAfterMs: result.retryAfterMs,
         });
         break;
       case 'lost':
