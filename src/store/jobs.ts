@@ -102,6 +102,18 @@ export interface JobClaimed {
   startLagMs: number;
 }
 
+/**
+ * What a completing worker may take of the jobs its completion releases (workflowNodeChildrenRelease):
+ * up to `room[queue]` per queue, leased to `owner` for `leaseMs`. The taken jobs are appended to
+ * `taken` and `room` counts down, across every release of the transaction.
+ */
+export interface ReleaseTake {
+  owner: string;
+  leaseMs: number;
+  room: Record<string, number>;
+  taken: JobClaimed[];
+}
+
 export interface JobClaimParams {
   queue: string;
   limit: number;
@@ -338,10 +350,11 @@ export async function jobCompleteMany(
   db: Queryable,
   owner: string,
   refs: readonly AttemptRef[],
+  take?: ReleaseTake,
 ): Promise<number[]> {
   const ids = await markSucceeded(db, owner, refs, false);
   // Workflow nodes among these jobs release their children in this same transaction.
-  await workflowJobsSucceeded(db, ids);
+  await workflowJobsSucceeded(db, ids, take);
   return ids;
 }
 

@@ -23,6 +23,7 @@ import {
   leaseRenewMany,
   type AttemptRef,
   type JobClaimed,
+  type ReleaseTake,
 } from '../store/jobs.ts';
 import { mayBeWorkflowJobKey } from '../store/job-key.ts';
 import { createPool, withTransaction, type Pool } from '../store/pool.ts';
@@ -113,6 +114,8 @@ class QueueLoop {
   waitingForSlot = false;
   /** Slots promised to claims in flight, so two claim loops never overfill the queue. */
   reserved = 0;
+  /** Slots promised to node-success transactions in flight (Worker #takeReserve). */
+  taking = 0;
   /** Claim loops running for this queue. */
   loops = 0;
   /** Claimed jobs waiting for a slot, oldest first. */
@@ -284,13 +287,20 @@ export class Worker {
       if (this.#queues.has(q.name)) throw new TypeError(`queues.${q.name}: listed twice`);
       this.#queues.set(q.name, new QueueLoop(q.name, q.concurrency, ahead));
     }
-    this.#completer = new Completer(this.#pool, this.id, this.#log, this.#batch, () => {
-      // A finished job frees a slot here and, in a limited queue or under a tenant quota, one counted
-      // cluster-wide: those loops look again now instead of at their next poll.
-      for (const q of this.#queues.values()) {
-        if (q.waitingForSlot || q.limited || this.#tenantQuotas) q.wake();
-      }
-    });
+    this.#completer = new Completer(
+      this.#pool,
+      this.id,
+      this.#log,
+      this.#batch,
+      () => {
+        // A finished job frees a slot here and, in a limited queue or under a tenant quota, one counted
+        // cluster-wide: those loops look again now instead of at their next poll.
+        for (const q of this.#queues.values()) {
+          if (q.waitingForSlot || q.limited || this.#tenantQuotas) q.wake();
+        }
+      },
+      { reserve: (nodes) => this.#takeReserve(nodes), settle: (take, ok) => this.#takeSettle(take, ok) },
+    );
     this.#listener = new Listener(
       options.connectionString,
       {
@@ -389,6 +399,8 @@ export class Worker {
         `database unreachable at shutdown: could not hand back ${n} attempt(s); they stay leased to this worker until their leases expire, then run again (succeeded ones included)`,
       );
     }
+    // Jobs the last node-success transactions took arrived after the hand-back above.
+    await settledWithin(this.#handBack(), handBackLeft());
     this.#backgroundStop?.();
     await settledWithin(Promise.all(this.#background), handBackLeft());
     for (const t of this.#timers) clearTimeout(t);
@@ -457,7 +469,12 @@ export class Worker {
    */
   #freeSlots(q: QueueLoop): number {
     const backlog = Math.max(0, this.#completer.pending - this.#batch);
-    return q.concurrency + this.#ahead(q) - q.stats.running - q.buffer.length - q.reserved - backlog;
+    return this.#unfilled(q) - q.reserved - backlog;
+  }
+
+  /** Slots and buffer places neither running, holding a job nor promised to a release. */
+  #unfilled(q: QueueLoop): number {
+    return q.concurrency + this.#ahead(q) - q.stats.running - q.buffer.length - q.taking;
   }
 
   /**
@@ -524,6 +541,43 @@ export class Worker {
     // stop() waits for these like for the claim loops, so no job starts after it stopped waiting.
     this.#byIdClaims.add(claim);
     void claim.finally(() => this.#byIdClaims.delete(claim));
+  }
+
+  /**
+   * Room for the jobs a node-success transaction releases: one per node succeeding in it (a chain's
+   * next step; a fan-out's many children are claimed in batches as usual), in every queue that could
+   * claim lock-free now. A claim in flight does not hold it back (an idle queue's claim, finding
+   * nothing, took the room of every step of a two-slot chain): both may fill the same places, so the
+   * buffer can briefly hold up to that many more, leased and renewed like any buffered job, unless
+   * the queue buffers nothing (claimAhead 0).
+   */
+  #takeReserve(nodes: number): ReleaseTake | null {
+    if (this.#stopping || this.#tenantQuotas) return null;
+    const backlog = Math.max(0, this.#completer.pending - this.#batch);
+    const room: Record<string, number> = {};
+    let any = false;
+    for (const q of this.#queues.values()) {
+      const claiming = q.claimAhead === 0 ? q.reserved : 0;
+      const n = q.limited ? 0 : Math.min(nodes, this.#unfilled(q) - claiming - backlog);
+      if (n <= 0) continue;
+      q.taking += n;
+      room[q.name] = n;
+      any = true;
+    }
+    return any ? { owner: this.id, leaseMs: this.#leaseMs, room, taken: [] } : null;
+  }
+
+  /** Ends #takeReserve's reservation; the jobs a committed transaction took start or wait here. */
+  #takeSettle(take: ReleaseTake, committed: boolean): void {
+    const taken = new Map<string, JobClaimed[]>();
+    for (const job of take.taken) taken.set(job.queue, [...(taken.get(job.queue) ?? []), job]);
+    for (const [name, left] of Object.entries(take.room)) {
+      const q = this.#queues.get(name);
+      if (q === undefined) continue;
+      const jobs = taken.get(name) ?? [];
+      q.taking -= left + jobs.length;
+      if (committed) this.#take(q, jobs);
+    }
   }
 
   // ---- the buffer -----------------------------------------------------------------------------
