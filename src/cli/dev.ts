@@ -9,6 +9,7 @@ import { migrate } from '../store/migrate.ts';
 import { createPool, type Pool } from '../store/pool.ts';
 import { createLogger, type Logger } from '../log.ts';
 import type { Command } from './main.ts';
+import { PUSH_QUEUE } from '../push/target.ts';
 import { UsageError } from './usage-error.ts';
 
 const HELP = `usage: tidemark dev [--data-dir DIR] [--port N] [--handlers MODULE [--queue NAME[:N]]...] [--retention FILE]
@@ -49,6 +50,14 @@ export const command: Command = {
     const port = values.port === undefined ? undefined : Number(values.port);
     if (port !== undefined && !(Number.isInteger(port) && port > 0 && port < 65536)) {
       throw new UsageError(`--port: ${values.port} is not a port number (1-65535)`);
+    }
+    // A second worker on the push queue, without the push handler, would dead-letter the push jobs
+    // it claimed.
+    const pushQueue = values.queue?.find((q) => q.split(':')[0] === PUSH_QUEUE);
+    if (pushQueue !== undefined) {
+      throw new UsageError(
+        `--queue ${pushQueue}: '${PUSH_QUEUE}' is the push queue, run by dev's own push worker; put handlers on another queue`,
+      );
     }
     const log = createLogger('dev');
 
