@@ -1,35 +1,42 @@
 /**
  * The few errors that tell the runner what to do. A handler throws NonRetryableError to send its
- * job to the dead letter at once; the others are the reasons a handler's AbortSignal fires.
+ * job to the dead letter at once; the others are the reasons a handler's AbortSignal fires. Each is
+ * a TidemarkError with a stable `code`.
  */
+import { TidemarkError, ValidationError } from '../errors.ts';
 
 /** Thrown by a handler: do not retry, whatever attempts remain. */
-export class NonRetryableError extends Error {
+export class NonRetryableError extends TidemarkError {
   override name = 'NonRetryableError';
+  readonly code = 'non_retryable';
 }
 
 /** The job's deadline passed. */
-export class JobTimeoutError extends Error {
+export class JobTimeoutError extends TidemarkError {
   override name = 'JobTimeoutError';
+  readonly code = 'job_timeout';
 }
 
 /** Someone cancelled the job. */
-export class JobCancelledError extends Error {
+export class JobCancelledError extends TidemarkError {
   override name = 'JobCancelledError';
+  readonly code = 'job_cancelled';
 }
 
 /** This worker no longer owns the attempt (its lease expired and the job was reaped or re-run). */
-export class LeaseLostError extends Error {
+export class LeaseLostError extends TidemarkError {
   override name = 'LeaseLostError';
+  readonly code = 'lease_lost';
 }
 
 /** The worker is shutting down and its grace period ran out; the job is handed back to the queue. */
-export class WorkerShutdownError extends Error {
+export class WorkerShutdownError extends TidemarkError {
   override name = 'WorkerShutdownError';
+  readonly code = 'worker_shutdown';
 }
 
-/** Bad input to the job client: names the field and the reason. Nothing was written. */
-export class JobValidationError extends TypeError {
+/** Bad input to the job client: names each field and the reason. Nothing was written. */
+export class JobValidationError extends ValidationError {
   override name = 'JobValidationError';
 }
 
