@@ -2,7 +2,7 @@
  * `npm run test:consumer`: the package as a user gets it. Packs the project, installs only that
  * tarball into fresh projects of four kinds (ESM JavaScript, CommonJS JavaScript, TypeScript with
  * `moduleResolution: nodenext`, TypeScript with `bundler`) and, on Node 20, 22 and 24 each, imports
- * `Client` and `Worker`, migrates with `tidemark migrate`, enqueues a job, runs it with the
+ * `Client` and `Worker` (and `SignalTimer` from `tidemark/operations`), migrates with `tidemark migrate`, enqueues a job, runs it with the
  * project's handlers module through `tidemark worker` and waits for it to succeed, and runs
  * `tidemark next`. TypeScript projects are typechecked with `tsc --noEmit`. Then `tidemark dev`
  * from an installed copy in a 0700 folder (the binaries and data its server's user cannot reach,
@@ -87,6 +87,7 @@ const url = process.env.DATABASE_URL ?? '';
 const handlersFile = process.env.HANDLERS_FILE ?? '';
 const tidemarkBin = process.env.TIDEMARK_BIN ?? '';
 if (typeof Worker !== 'function') throw new Error('Worker is not exported');
+if (typeof SignalTimer !== 'function') throw new Error('tidemark/operations does not export SignalTimer');
 const client = new Client({ connectionString: url });
 try {
   const job = await client.jobs.enqueue({ queue: 'consumer', kind: 'hello', payload: { who: process.version } });
@@ -138,6 +139,7 @@ const TSCONFIG = (resolution: string, module: string): string =>
 
 const TS_APP = APP_BODY(`import { spawn } from 'node:child_process';
 import { Client, Worker, type EnqueueInput } from 'tidemark';
+import { SignalTimer } from 'tidemark/operations';
 const typed: EnqueueInput = { queue: 'consumer', kind: 'hello' };
 void typed;`).replace('(chunk) =>', '(chunk: Buffer) =>');
 
@@ -147,7 +149,7 @@ const KINDS: Kind[] = [
     manifest: { type: 'module' },
     files: {
       'app.js': APP_BODY(
-        `import { spawn } from 'node:child_process';\nimport { Client, Worker } from 'tidemark';`,
+        `import { spawn } from 'node:child_process';\nimport { Client, Worker } from 'tidemark';\nimport { SignalTimer } from 'tidemark/operations';`,
       ),
       'handlers.js': `export default { hello: async (ctx) => ({ greeted: ctx.payload.who }) };\n`,
     },
@@ -160,7 +162,7 @@ const KINDS: Kind[] = [
     name: 'cjs-js',
     manifest: { type: 'commonjs' },
     files: {
-      'app.js': `const { spawn } = require('node:child_process');\nconst { Client, Worker } = require('tidemark');\n(async () => {\n${APP_BODY('')}\n})().catch((error) => {\n  console.error(error);\n  process.exitCode = 1;\n});\n`,
+      'app.js': `const { spawn } = require('node:child_process');\nconst { Client, Worker } = require('tidemark');\nconst { SignalTimer } = require('tidemark/operations');\n(async () => {\n${APP_BODY('')}\n})().catch((error) => {\n  console.error(error);\n  process.exitCode = 1;\n});\n`,
       'handlers.js': `module.exports = { hello: async (ctx) => ({ greeted: ctx.payload.who }) };\n`,
     },
     devDependencies: [],

@@ -2,6 +2,7 @@
  * The TypeScript client: one object with grouped sub-clients (`client.schedules`, `client.jobs`, …),
  * each defined beside the layer that owns its rows.
  */
+import { ConfigError } from './errors.ts';
 import type { Clock } from './clock.ts';
 import { createPool, type Pool } from './store/pool.ts';
 import { ScheduleClient } from './scheduler/schedule-client.ts';
@@ -37,7 +38,7 @@ export class Client {
     } else {
       const connectionString = options.connectionString ?? process.env.DATABASE_URL;
       if (connectionString === undefined || connectionString === '') {
-        throw new TypeError('connectionString: required (or set DATABASE_URL, or pass a pool)');
+        throw new ConfigError('connectionString: required (or set DATABASE_URL, or pass a pool)');
       }
       this.pool = createPool({ connectionString, applicationName: 'tidemark-client' });
       this.#ownsPool = true;

@@ -1,20 +1,45 @@
-/** The public surface of `import … from 'tidemark'`. */
+/**
+ * The public surface of `import … from 'tidemark'`: the client, the long-running roles, the API
+ * server, migrate, the errors and the types their signatures use. Operational pieces (timers, metric
+ * exporters, maintenance, defaults) are in `tidemark/operations` (src/operations.ts).
+ */
 export { Client, type ClientOptions } from './client.ts';
+export type { Pool, PoolClient, Queryable } from './store/pool.ts';
 export { migrate, type MigrateResult } from './migrate.ts';
+export { MigrationError } from './store/migrate.ts';
 export { FakeClock, systemClock, type Clock } from './clock.ts';
+export {
+  TidemarkError,
+  ValidationError,
+  NotFoundError,
+  VersionConflictError,
+  ConfigError,
+  TIDEMARK_ERROR_CODES,
+  type TidemarkErrorCode,
+} from './errors.ts';
+export type { InputProblem } from './input.ts';
 export {
   ScheduleClient,
   ScheduleInputError,
   ScheduleNotFoundError,
   ScheduleVersionConflictError,
+  type LatenessBucket,
   type Occurrence,
+  type OccurrenceSource,
+  type OccurrenceState,
   type Schedule,
   type ScheduleInput,
   type ScheduleUpdate,
 } from './scheduler/schedule-client.ts';
-export { Scheduler, SCHEDULER_DEFAULTS, type SchedulerOptions } from './scheduler/scheduler.ts';
-export type { SchedulerMetricsSnapshot } from './scheduler/metrics.ts';
+export type { ScheduleBody, SchedulePatchBody, ScheduleTargetBody } from './contract/schedule.ts';
+export type { JobBody } from './contract/job.ts';
+export { Scheduler, type SchedulerOptions } from './scheduler/scheduler.ts';
+export type { SchedulerMetricsSnapshot, SchedulerRole } from './scheduler/metrics.ts';
+export type { Jump, SchedulerTime, TimeSourceKind } from './scheduler/time-source.ts';
+export type { DueIndexKind } from './scheduler/due-index.ts';
 export { Worker, type WorkerOptions, type QueueOptions } from './worker/worker.ts';
+export type { LatencySummary, QueueMetrics } from './worker/metrics.ts';
+export type { HistogramCounts } from './histogram.ts';
 export type { Handler, HandlerContext, Handlers } from './worker/handler.ts';
 export {
   JobCancelledError,
@@ -25,8 +50,19 @@ export {
   RetryAfterError,
   WorkerShutdownError,
 } from './worker/errors.ts';
-export { effectOnce } from './worker/once.ts';
-export type { EnqueueInput, JobWithAttempts } from './worker/job-client.ts';
+export { effectOnce, type OnceResult } from './worker/once.ts';
+export {
+  JobClient,
+  JobNotFoundError,
+  type AttemptOutcome,
+  type EnqueueInput,
+  type EnqueueResult,
+  type Job,
+  type JobAttempt,
+  type JobListOptions,
+  type JobState,
+  type JobWithAttempts,
+} from './worker/job-client.ts';
 export {
   WorkflowClient,
   WorkflowNotFoundError,
@@ -35,34 +71,20 @@ export {
 } from './workflow/workflow-client.ts';
 export {
   WorkflowValidationError,
+  type FailurePolicy,
   type JobNodeSpec,
   type NodeSpec,
   type SignalNodeSpec,
   type WorkflowSpec,
 } from './workflow/definition.ts';
-export type { NodePage, WorkflowStatus } from './workflow/status.ts';
+export type { NodePage, WorkflowNode, WorkflowStatus } from './workflow/status.ts';
+export type { SubmitOptions, SubmitResult } from './workflow/submit.ts';
+export type { NodeState } from './store/workflow-nodes.ts';
+export type { WorkflowState } from './store/workflows.ts';
 export type { WorkflowListOptions, WorkflowPage, WorkflowSummary } from './workflow/list.ts';
-export { SignalTimer } from './workflow/signal-timer.ts';
-export { signalTimeoutsFire } from './store/workflow-signal-timeouts.ts';
 export { createApiServer, type ApiServer, type ApiServerOptions } from './api/server.ts';
-export {
-  exportMaintenanceMetrics,
-  exportSchedulerMetrics,
-  exportWorkerMetrics,
-} from './api/process-metrics.ts';
-export {
-  Maintenance,
-  MAINTENANCE_DEFAULTS,
-  type MaintenanceOptions,
-  type PassResult,
-} from './maintenance/maintenance.ts';
-export type { MaintenanceMetricsSnapshot, PrunedTable } from './maintenance/metrics.ts';
-export {
-  RETENTION_DEFAULTS,
-  RetentionConfigError,
-  type RetentionConfig,
-  type RetentionDuration,
-  type RetentionOverride,
-} from './maintenance/retention-config.ts';
+export type { Api } from './api/app.ts';
+export type { ApiMetrics } from './api/metrics.ts';
+export { RetentionConfigError } from './maintenance/retention-config.ts';
 export { pushHandlers, type PushOptions } from './push/handler.ts';
-export { PUSH_KIND, PUSH_QUEUE, pushTarget } from './push/target.ts';
+export { pushTarget } from './push/target.ts';

@@ -109,6 +109,22 @@ export function jsonTextProblem(json: string): string | undefined {
   return undefined;
 }
 
+/**
+ * A payload as the JSON text the insert sends, or why it cannot be stored: not serialisable (a
+ * BigInt, a cycle, a function), or text jsonb refuses (jsonTextProblem).
+ */
+export function payloadJsonText(payload: unknown): { json: string } | { problem: string } {
+  let json: string | undefined;
+  try {
+    json = JSON.stringify(payload);
+  } catch {
+    json = undefined;
+  }
+  if (json === undefined) return { problem: 'must be JSON-serialisable' };
+  const problem = jsonTextProblem(json);
+  return problem === undefined ? { json } : { problem };
+}
+
 /** Only `0` and `-?[1-9][0-9]*`: no sign `+`, no leading zeros, spaces, fractions, exponents or hex. */
 const CANONICAL_INTEGER = /^(?:0|-?[1-9][0-9]*)$/;
 

@@ -5,36 +5,15 @@
  * a value becomes an integer only when written as a canonical decimal ("25", never "25.0", "+25",
  * "0x19", "2.5e1" or " 25"), so a request can never act on a resource other than the one it named,
  * and any text in them that PostgreSQL cannot store is refused naming the parameter. Bodies get the
- * same text checks in the JSON parser (json-body.ts). The checks themselves live in src/input.ts,
- * shared with the TypeScript clients.
+ * same text checks in the JSON parser (json-body.ts). The checks themselves live in src/input.ts and
+ * src/contract/, shared with the TypeScript client.
  */
 import type { FastifySchemaCompiler } from 'fastify';
-import { FormatRegistry, Kind, OptionalKind, type TSchema } from '@sinclair/typebox';
-import { TypeCompiler } from '@sinclair/typebox/compiler';
-import { DefaultErrorFunction, SetErrorFunction, ValueErrorType } from '@sinclair/typebox/errors';
+import { OptionalKind, type TSchema } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
-import { dateTimeProblem, parseCanonicalInteger, textProblem } from '../input.ts';
+import { compileChecker } from '../contract/check.ts';
+import { parseCanonicalInteger, textProblem } from '../input.ts';
 import { ValidationFailure, type FieldError } from './errors.ts';
-
-FormatRegistry.Set('date-time', (v) => dateTimeProblem(v) === undefined);
-FormatRegistry.Set('uri', (v) => {
-  if (!URL.canParse(v)) return false;
-  const { protocol } = new URL(v);
-  return protocol === 'http:' || protocol === 'https:';
-});
-FormatRegistry.Set('uuid', (v) => /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(v));
-
-SetErrorFunction((e) => {
-  if (
-    e.errorType === ValueErrorType.StringFormat &&
-    e.schema.format === 'date-time' &&
-    typeof e.value === 'string'
-  )
-    return dateTimeProblem(e.value) ?? DefaultErrorFunction(e);
-  if (e.errorType === ValueErrorType.Integer && typeof e.value === 'string')
-    return `must be an integer in canonical decimal (digits, an optional leading -, no leading zeros), got ${JSON.stringify(e.value.slice(0, 40))}`;
-  return DefaultErrorFunction(e);
-});
 
 const PART_NAMES: Record<string, string> = {
   body: 'body',
@@ -42,26 +21,6 @@ const PART_NAMES: Record<string, string> = {
   params: 'params',
   headers: 'headers',
 };
-
-// The first error per path is the useful one; TypeBox adds follow-on errors for unions.
-const MAX_FIELDS = 20;
-
-function fieldErrors(
-  checker: ReturnType<typeof TypeCompiler.Compile>,
-  value: unknown,
-  part: string,
-): FieldError[] {
-  const fields: FieldError[] = [];
-  const seen = new Set<string>();
-  for (const e of checker.Errors(value)) {
-    const field = `${part}${e.path.replaceAll('/', '.')}`;
-    if (seen.has(field)) continue;
-    seen.add(field);
-    fields.push({ field, reason: e.message });
-    if (fields.length >= MAX_FIELDS) break;
-  }
-  return fields;
-}
 
 /** The JSON types a property schema admits (its own, or its union branches'). */
 function typesOf(schema: TSchema): unknown[] {
@@ -103,11 +62,7 @@ function textFieldErrors(data: unknown, part: string): FieldError[] {
 }
 
 export const validatorCompiler: FastifySchemaCompiler<TSchema> = ({ schema, httpPart }) => {
-  const checker = TypeCompiler.Compile(schema);
-  // For a union ("one job or many"), "Expected union value" names nothing; report instead the
-  // errors of the alternative the value came closest to matching.
-  const branches =
-    schema[Kind] === 'Union' ? (schema.anyOf as TSchema[]).map((b) => TypeCompiler.Compile(b)) : [];
+  const checker = compileChecker(schema);
   const part = PART_NAMES[httpPart ?? 'body'] ?? String(httpPart);
   const convert = httpPart !== 'body';
   // A route whose body is optional (e.g. retry's options) accepts a request with no body at all.
@@ -119,19 +74,7 @@ export const validatorCompiler: FastifySchemaCompiler<TSchema> = ({ schema, http
       if (textErrors.length > 0) return { error: new ValidationFailure(textErrors) };
     }
     const value = convert ? fromText(schema, Value.Default(schema, Value.Clone(data))) : data;
-    if (checker.Check(value)) return { value };
-    // Closest: fewest mismatches in the top-level shape (unexpected or missing properties), then fewest errors.
-    const depth1 = (f: FieldError[]): number => f.filter((e) => e.field.split('.').length <= 2).length;
-    let fields: FieldError[] | undefined;
-    for (const branch of branches) {
-      const candidate = fieldErrors(branch, value, part);
-      const better =
-        fields === undefined ||
-        depth1(candidate) < depth1(fields) ||
-        (depth1(candidate) === depth1(fields) && candidate.length < fields.length);
-      if (better) fields = candidate;
-    }
-    if (fields === undefined || fields.length === 0) fields = fieldErrors(checker, value, part);
-    return { error: new ValidationFailure(fields) };
+    const fields = checker.problems(value, part);
+    return fields.length === 0 ? { value } : { error: new ValidationFailure(fields) };
   };
 };

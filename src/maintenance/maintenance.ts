@@ -12,6 +12,7 @@
  * that pruning takes at most `dutyCycle` of one connection's time: the claim path then shares the
  * database with one paced statement, not a stream of them.
  */
+import { ConfigError } from '../errors.ts';
 import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
@@ -125,15 +126,15 @@ export class Maintenance {
     this.#dutyCycle = options.dutyCycle ?? MAINTENANCE_DEFAULTS.dutyCycle;
     this.#onBatch = options.onBatch;
     if (!(this.#renewMs < this.#ttlMs - TRUST_MARGIN_MS)) {
-      throw new RangeError(
+      throw new ConfigError(
         `renewEveryMs: ${this.#renewMs} must be shorter than leaseTtlMs (${this.#ttlMs}) minus ${TRUST_MARGIN_MS} ms`,
       );
     }
     if (!(Number.isInteger(this.#batchSize) && this.#batchSize >= 1)) {
-      throw new RangeError(`batchSize: ${this.#batchSize} is not a positive integer`);
+      throw new ConfigError(`batchSize: ${this.#batchSize} is not a positive integer`);
     }
     if (!(this.#dutyCycle > 0 && this.#dutyCycle <= 1)) {
-      throw new RangeError(`dutyCycle: ${this.#dutyCycle} must be in (0, 1]`);
+      throw new ConfigError(`dutyCycle: ${this.#dutyCycle} must be in (0, 1]`);
     }
   }
 

@@ -8,6 +8,7 @@
  * succeeded workflow under `succeeded`, a failed one under `dead` and a cancelled one under
  * `cancelled`.
  */
+import { ConfigError } from '../errors.ts';
 import type { RetentionPolicy, RetentionSeconds } from '../store/retention.ts';
 
 export type RetentionDuration = number | string;
@@ -48,12 +49,14 @@ export const MIN_RETENTION_S = 60;
 const KEYS = ['succeeded', 'cancelled', 'dead', 'occurrences'] as const;
 type Key = (typeof KEYS)[number];
 
-export class RetentionConfigError extends Error {
-  readonly field: string;
-  constructor(field: string, reason: string) {
+/** A retention setting that cannot be used: names it and says why. */
+export class RetentionConfigError extends ConfigError {
+  override name = 'RetentionConfigError';
+  constructor(
+    readonly field: string,
+    reason: string,
+  ) {
     super(`${field}: ${reason}`);
-    this.name = 'RetentionConfigError';
-    this.field = field;
   }
 }
 

@@ -12,6 +12,7 @@
  * request through the attempt's signal.
  */
 import type { Clock } from '../clock.ts';
+import { ConfigError } from '../errors.ts';
 import { systemClock } from '../clock.ts';
 import { JobTimeoutError, NonRetryableError, RetryAfterError } from '../worker/errors.ts';
 import type { HandlerContext, Handlers } from '../worker/handler.ts';
@@ -42,7 +43,7 @@ export function retryAfterMs(header: string | null, nowMs: number): number | nul
 
 function positiveInt(value: number, field: string): number {
   if (!Number.isSafeInteger(value) || value < 1)
-    throw new TypeError(`push.${field}: must be a positive integer, got ${value}`);
+    throw new ConfigError(`push.${field}: must be a positive integer, got ${value}`);
   return value;
 }
 

@@ -4,6 +4,8 @@
  * letter and workflows treat it like any other job and only the push handler (handler.ts) knows
  * about HTTP.
  */
+import { ValidationError } from '../errors.ts';
+
 export const PUSH_KIND = 'http.post';
 /** Push jobs go to this queue unless the caller names another; a push worker claims from it. */
 export const PUSH_QUEUE = 'http';
@@ -28,7 +30,8 @@ export function pushTarget(
   queue: string = PUSH_QUEUE,
 ): { queue: string; kind: typeof PUSH_KIND; payload: PushPayload } {
   const payload = pushPayloadParse(pushPayload(url, body));
-  if (typeof payload === 'string') throw new TypeError(payload.replace('payload.url', 'url'));
+  if (typeof payload === 'string')
+    throw new ValidationError([{ field: 'url', reason: payload.replace(/^payload\.url: /, '') }]);
   return { queue, kind: PUSH_KIND, payload };
 }
 

@@ -1,20 +1,39 @@
 /**
  * `client.schedules`: register, edit, pause, resume, delete, trigger now, list, and read a
- * schedule's occurrence ledger. Input is validated completely before anything is written; a bad
- * field is a ScheduleInputError naming the field and the reason, and nothing is written.
+ * schedule's occurrence ledger. Input is checked against the same schema as the HTTP API's
+ * (src/contract/schedule.ts) before anything is written; a bad field is a ScheduleInputError naming
+ * every bad field and the reason, and nothing is written. A read of one schedule by id returns null
+ * when it does not exist; an action on a missing id throws ScheduleNotFoundError.
  */
+import { randomUUID } from 'node:crypto';
+import pg from 'pg';
+import type { Clock } from '../clock.ts';
+import {
+  scheduleCreateChecked,
+  schedulePatchChecked,
+  scheduleRuleProblems,
+  targetMerge,
+  type ScheduleBody,
+  type ScheduleInput,
+  type ScheduleTargetBody,
+  type ScheduleUpdate,
+} from '../contract/schedule.ts';
+import { NotFoundError, ValidationError, VersionConflictError } from '../errors.ts';
+import { PUSH_KIND, PUSH_QUEUE, pushPayload, pushPayloadParse } from '../push/target.ts';
+import { SpecError, type CompiledSchedule } from '../schedule/index.ts';
+import { dbClockNow } from '../store/leases.ts';
 import {
   occurrenceLatenessBySchedule,
   occurrenceLatenessPerMinute,
   type LatenessBucket,
 } from '../store/occurrence-rollup.ts';
-import { randomUUID } from 'node:crypto';
-import pg from 'pg';
-import type { Clock } from '../clock.ts';
-import { jsonTextProblem, textProblem } from '../input.ts';
-import { SpecError, type CompiledSchedule } from '../schedule/index.ts';
-import { dbClockNow } from '../store/leases.ts';
-import { occurrenceListBySchedule, occurrenceMaterialise, type OccurrenceRow } from '../store/occurrences.ts';
+import {
+  occurrenceListBySchedule,
+  occurrenceMaterialise,
+  type OccurrenceRow,
+  type OccurrenceSource,
+  type OccurrenceState,
+} from '../store/occurrences.ts';
 import { withTransaction, type Pool, type Queryable } from '../store/pool.ts';
 import {
   scheduleDelete,
@@ -28,27 +47,73 @@ import {
 } from '../store/schedules.ts';
 import { compileRow } from './plan.ts';
 
-export type Schedule = ScheduleRow;
-export type Occurrence = OccurrenceRow;
+/** A schedule as the client returns it. */
+export interface Schedule {
+  id: string;
+  tenantId: string;
+  name: string;
+  spec: string;
+  timeZone: string;
+  dstGap: 'shift' | 'skip';
+  dstOverlap: 'first' | 'both' | null;
+  misfirePolicy: 'all' | 'latest' | 'skip';
+  misfireCap: number;
+  startingDeadlineMs: number | null;
+  overlapPolicy: 'allow' | 'forbid' | 'replace' | 'buffer_one';
+  jitterMs: number;
+  /** Intervals count from this instant. */
+  anchorAt: Date;
+  queue: string;
+  /** The handler; `http.post` for a push target, whose payload is `{ url, body }`. */
+  kind: string;
+  payload: unknown;
+  priority: number;
+  maxAttempts: number | null;
+  timeoutMs: number | null;
+  paused: boolean;
+  /** Bumped by every edit; pass it as `expectedVersion` to refuse an edit made on top of another. */
+  version: number;
+  nextFireAt: Date | null;
+  lastFireAt: Date | null;
+  createdAt: Date;
+  updatedAt: Date;
+  /** Why the scheduler stopped firing it (its spec no longer compiles); cleared by an edit. */
+  specError: string | null;
+}
 
-export class ScheduleInputError extends Error {
+/** One row of a schedule's ledger: what was decided for one fire time. */
+export interface Occurrence {
+  id: number;
+  scheduleId: string;
+  fireAt: Date;
+  /** enqueued, skipped (overlap policy) or missed (misfire policy). */
+  state: OccurrenceState;
+  /** schedule, or trigger for trigger-now. */
+  source: OccurrenceSource;
+  materialisedAt: Date;
+  /** materialisedAt − fireAt: how late the scheduler decided on it. */
+  lagMs: number;
+  jobId: number | null;
+  reason: string | null;
+}
+
+export type { LatenessBucket, OccurrenceSource, OccurrenceState, ScheduleInput, ScheduleUpdate };
+
+/** Bad input to the schedule client: names each field and the reason. Nothing was written. */
+export class ScheduleInputError extends ValidationError {
   override name = 'ScheduleInputError';
-  readonly field: string;
-  readonly reason: string;
+}
 
-  constructor(field: string, reason: string, options?: ErrorOptions) {
-    super(`${field}: ${reason}`, options);
-    this.field = field;
-    this.reason = reason;
+/** An action named a schedule id that does not exist. */
+export class ScheduleNotFoundError extends NotFoundError {
+  override name = 'ScheduleNotFoundError';
+  constructor(readonly scheduleId: string) {
+    super(`schedule ${scheduleId} does not exist`);
   }
 }
 
-export class ScheduleNotFoundError extends Error {
-  override name = 'ScheduleNotFoundError';
-}
-
 /** An edit made with `expectedVersion` found the schedule at another version: someone edited it first. */
-export class ScheduleVersionConflictError extends Error {
+export class ScheduleVersionConflictError extends VersionConflictError {
   override name = 'ScheduleVersionConflictError';
   constructor(
     readonly currentVersion: number,
@@ -58,142 +123,54 @@ export class ScheduleVersionConflictError extends Error {
   }
 }
 
-export interface ScheduleInput {
-  /** Default 'default'. */
-  tenantId?: string;
-  name: string;
-  /** Anything the schedule core accepts: cron, `every 90s`, `at <ISO>`, an English phrase. */
-  spec: string;
-  timeZone?: string;
-  dstGap?: 'shift' | 'skip';
-  dstOverlap?: 'first' | 'both' | null;
-  misfire?: { policy?: 'all' | 'latest' | 'skip'; cap?: number; startingDeadlineMs?: number | null };
-  overlap?: 'allow' | 'forbid' | 'replace' | 'buffer_one';
-  jitterMs?: number;
-  /** Intervals count from here. Default: the moment it is created, on the database's clock. */
-  anchor?: Date;
-  target: {
-    queue: string;
-    kind: string;
-    payload?: unknown;
-    priority?: number;
-    maxAttempts?: number | null;
-    timeoutMs?: number | null;
-  };
-  paused?: boolean;
+function invalid(field: string, reason: string, options?: ErrorOptions): ScheduleInputError {
+  return new ScheduleInputError([{ field, reason }], options);
 }
 
-export type ScheduleUpdate = Partial<Omit<ScheduleInput, 'target' | 'misfire'>> & {
-  target?: Partial<ScheduleInput['target']>;
-  misfire?: ScheduleInput['misfire'];
-};
-
-const TENANT_RE = /^[a-z0-9][a-z0-9_-]{0,62}$/;
-const QUEUE_RE = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/;
-const MISFIRE = ['all', 'latest', 'skip'] as const;
-const OVERLAP = ['allow', 'forbid', 'replace', 'buffer_one'] as const;
-
-function positiveInt(field: string, value: unknown): number {
-  if (!Number.isSafeInteger(value) || (value as number) <= 0) {
-    throw new ScheduleInputError(field, `must be a positive integer, got ${JSON.stringify(value)}`);
-  }
-  return value as number;
+function scheduleOf(row: ScheduleRow): Schedule {
+  return { ...row };
 }
 
-function oneOf<T extends string>(field: string, value: unknown, allowed: readonly T[]): T {
-  if (typeof value !== 'string' || !(allowed as readonly string[]).includes(value)) {
-    throw new ScheduleInputError(field, `must be one of ${allowed.join(', ')}, got ${JSON.stringify(value)}`);
-  }
-  return value as T;
-}
-
-/** Validates and normalises `input` into the row fields (next fire time set by the caller). */
-function toFields(input: ScheduleInput, now: Date): ScheduleFields {
-  if (typeof input !== 'object' || input === null) throw new ScheduleInputError('input', 'must be an object');
-  const tenantId = input.tenantId ?? 'default';
-  if (typeof tenantId !== 'string' || !TENANT_RE.test(tenantId)) {
-    throw new ScheduleInputError(
-      'tenantId',
-      `must match ${TENANT_RE.source}, got ${JSON.stringify(tenantId)}`,
-    );
-  }
-  if (typeof input.name !== 'string' || input.name.trim() === '' || input.name.length > 200) {
-    throw new ScheduleInputError('name', 'must be a non-empty string of at most 200 characters');
-  }
-  const target = input.target as ScheduleInput['target'] | undefined;
-  if (typeof target !== 'object' || target === null) throw new ScheduleInputError('target', 'is required');
-  if (typeof target.queue !== 'string' || !QUEUE_RE.test(target.queue)) {
-    throw new ScheduleInputError(
-      'target.queue',
-      `must match ${QUEUE_RE.source}, got ${JSON.stringify(target.queue)}`,
-    );
-  }
-  if (typeof target.kind !== 'string' || target.kind.trim() === '' || target.kind.length > 200) {
-    throw new ScheduleInputError('target.kind', 'must be a non-empty string of at most 200 characters');
-  }
-  const payload = target.payload ?? {};
-  let payloadJson: string | undefined;
-  try {
-    payloadJson = JSON.stringify(payload);
-    if (payloadJson === undefined) throw new TypeError('not representable in JSON');
-  } catch (error) {
-    throw new ScheduleInputError('target.payload', 'must be JSON-serialisable', { cause: error });
-  }
-  const payloadProblem = jsonTextProblem(payloadJson);
-  if (payloadProblem !== undefined) throw new ScheduleInputError('target.payload', payloadProblem);
-  // Text PostgreSQL cannot store fails here, naming the field, not as an encoding error from the server.
-  for (const [field, value] of [
-    ['name', input.name],
-    ['spec', input.spec],
-    ['timeZone', input.timeZone],
-    ['target.kind', target.kind],
-  ] as const) {
-    const problem = typeof value === 'string' ? textProblem(value) : undefined;
-    if (problem !== undefined) throw new ScheduleInputError(field, problem);
-  }
-  const priority = target.priority ?? 0;
-  if (!Number.isSafeInteger(priority) || Math.abs(priority) > 2 ** 31 - 1) {
-    throw new ScheduleInputError(
-      'target.priority',
-      `must be a 32-bit integer, got ${JSON.stringify(priority)}`,
-    );
-  }
-  const misfire = input.misfire ?? {};
-  const jitterMs = input.jitterMs ?? 0;
-  if (!Number.isSafeInteger(jitterMs) || jitterMs < 0 || jitterMs > 2 ** 31 - 1) {
-    throw new ScheduleInputError(
-      'jitterMs',
-      `must be a non-negative integer, got ${JSON.stringify(jitterMs)}`,
-    );
-  }
-  const anchor = input.anchor ?? now;
-  if (!(anchor instanceof Date) || Number.isNaN(anchor.getTime())) {
-    throw new ScheduleInputError('anchor', 'must be a valid Date');
-  }
+function occurrenceOf(row: OccurrenceRow): Occurrence {
   return {
-    tenantId,
+    id: row.id,
+    scheduleId: row.scheduleId,
+    fireAt: row.fireAt,
+    state: row.state,
+    source: row.source,
+    materialisedAt: row.materialisedAt,
+    lagMs: row.lagMs,
+    jobId: row.jobId,
+    reason: row.reason,
+  };
+}
+
+/** A checked schedule (its rules too) as row fields; the next fire time is set by the caller. */
+function toFields(input: ScheduleBody, now: Date): ScheduleFields {
+  const problems = scheduleRuleProblems(input);
+  if (problems.length > 0) throw new ScheduleInputError(problems);
+  const t = input.target;
+  const push = t.url !== undefined;
+  const misfire = input.misfire ?? {};
+  return {
+    tenantId: input.tenantId ?? 'default',
     name: input.name,
-    // A non-string spec reaches compileSchedule as is, which names the field in its error.
-    spec: typeof input.spec === 'string' ? input.spec.trim() : input.spec,
+    spec: input.spec.trim(),
     timeZone: input.timeZone ?? 'UTC',
-    dstGap: oneOf('dstGap', input.dstGap ?? 'shift', ['shift', 'skip'] as const),
-    dstOverlap:
-      input.dstOverlap == null ? null : oneOf('dstOverlap', input.dstOverlap, ['first', 'both'] as const),
-    misfirePolicy: oneOf('misfire.policy', misfire.policy ?? 'latest', MISFIRE),
-    misfireCap: positiveInt('misfire.cap', misfire.cap ?? 100),
-    startingDeadlineMs:
-      misfire.startingDeadlineMs == null
-        ? null
-        : positiveInt('misfire.startingDeadlineMs', misfire.startingDeadlineMs),
-    overlapPolicy: oneOf('overlap', input.overlap ?? 'allow', OVERLAP),
-    jitterMs,
-    anchorAt: anchor,
-    queue: target.queue,
-    kind: target.kind,
-    payload,
-    priority,
-    maxAttempts: target.maxAttempts == null ? null : positiveInt('target.maxAttempts', target.maxAttempts),
-    timeoutMs: target.timeoutMs == null ? null : positiveInt('target.timeoutMs', target.timeoutMs),
+    dstGap: input.dstGap ?? 'shift',
+    dstOverlap: input.dstOverlap ?? null,
+    misfirePolicy: misfire.policy ?? 'latest',
+    misfireCap: misfire.cap ?? 100,
+    startingDeadlineMs: misfire.startingDeadlineMs ?? null,
+    overlapPolicy: input.overlap ?? 'allow',
+    jitterMs: input.jitterMs ?? 0,
+    anchorAt: input.anchor === undefined ? now : new Date(input.anchor),
+    queue: t.queue ?? (push ? PUSH_QUEUE : 'default'),
+    kind: push ? PUSH_KIND : (t.kind ?? ''),
+    payload: push ? pushPayload(t.url ?? '', t.payload) : (t.payload ?? {}),
+    priority: t.priority ?? 0,
+    maxAttempts: t.maxAttempts ?? null,
+    timeoutMs: t.timeoutMs ?? null,
     paused: input.paused ?? false,
     nextFireAt: null,
   };
@@ -216,7 +193,7 @@ function compileFields(fields: ScheduleFields): CompiledSchedule {
       const field = ['timeZone', 'dstGap', 'dstOverlap', 'anchor'].includes(error.field)
         ? error.field
         : 'spec';
-      throw new ScheduleInputError(field, error.message, { cause: error });
+      throw invalid(field, error.message, { cause: error });
     }
     throw error;
   }
@@ -225,12 +202,18 @@ function compileFields(fields: ScheduleFields): CompiledSchedule {
 function nextFireAfter(compiled: CompiledSchedule, after: Date, paused: boolean): Date | null {
   const next = compiled.nextAfter(after);
   if (next === null && !paused) {
-    throw new ScheduleInputError('spec', `never fires after ${after.toISOString()}`);
+    throw invalid('spec', `never fires after ${after.toISOString()}`);
   }
   return next;
 }
 
-function fromInput(row: ScheduleRow): ScheduleInput {
+/** The stored schedule as a complete input, a push target shown as its url and body. */
+function wireOf(row: ScheduleRow): ScheduleBody {
+  const push = row.kind === PUSH_KIND ? pushPayloadParse(row.payload) : undefined;
+  const target: ScheduleTargetBody =
+    push === undefined || typeof push === 'string'
+      ? { queue: row.queue, kind: row.kind, payload: row.payload }
+      : { queue: row.queue, url: push.url, payload: push.body };
   return {
     tenantId: row.tenantId,
     name: row.name,
@@ -241,15 +224,8 @@ function fromInput(row: ScheduleRow): ScheduleInput {
     misfire: { policy: row.misfirePolicy, cap: row.misfireCap, startingDeadlineMs: row.startingDeadlineMs },
     overlap: row.overlapPolicy,
     jitterMs: row.jitterMs,
-    anchor: row.anchorAt,
-    target: {
-      queue: row.queue,
-      kind: row.kind,
-      payload: row.payload,
-      priority: row.priority,
-      maxAttempts: row.maxAttempts,
-      timeoutMs: row.timeoutMs,
-    },
+    anchor: row.anchorAt.toISOString(),
+    target: { ...target, priority: row.priority, maxAttempts: row.maxAttempts, timeoutMs: row.timeoutMs },
     paused: row.paused,
   };
 }
@@ -258,12 +234,10 @@ function fromInput(row: ScheduleRow): ScheduleInput {
 function mapDbError(error: unknown): never {
   if (error instanceof pg.DatabaseError) {
     if (error.code === '23505' && error.constraint === 'schedules_tenant_id_name_key') {
-      throw new ScheduleInputError('name', 'a schedule with this name already exists for the tenant', {
-        cause: error,
-      });
+      throw invalid('name', 'a schedule with this name already exists for the tenant', { cause: error });
     }
     if (error.code === '23503' && error.constraint === 'schedules_tenant_id_fkey') {
-      throw new ScheduleInputError('tenantId', 'no such tenant', { cause: error });
+      throw invalid('tenantId', 'no such tenant', { cause: error });
     }
   }
   throw error;
@@ -295,11 +269,13 @@ export class ScheduleClient {
 
   /** create() inside the caller's transaction. */
   async createTx(db: Queryable, input: ScheduleInput): Promise<Schedule> {
+    const checked = scheduleCreateChecked(input);
+    if (Array.isArray(checked)) throw new ScheduleInputError(checked);
     const now = await this.#now(db);
-    const fields = toFields(input, now);
+    const fields = toFields(checked, now);
     const compiled = compileFields(fields);
     fields.nextFireAt = fields.paused ? null : nextFireAfter(compiled, now, fields.paused);
-    return scheduleInsert(db, fields).catch(mapDbError);
+    return scheduleOf(await scheduleInsert(db, fields).catch(mapDbError));
   }
 
   /**
@@ -312,46 +288,53 @@ export class ScheduleClient {
     patch: ScheduleUpdate,
     options: { expectedVersion?: number } = {},
   ): Promise<Schedule> {
+    const checked = schedulePatchChecked(patch);
+    if (Array.isArray(checked)) throw new ScheduleInputError(checked);
     return this.#edit(id, options.expectedVersion ?? null, (current) => {
-      const base = fromInput(current);
+      const base = wireOf(current);
       return {
         ...base,
-        ...patch,
-        misfire: { ...base.misfire, ...patch.misfire },
-        target: { ...base.target, ...patch.target },
+        ...checked,
+        misfire: { ...base.misfire, ...checked.misfire },
+        target: targetMerge(base.target, checked.target),
       };
     });
   }
 
   pause(id: string): Promise<Schedule> {
-    return this.#edit(id, null, (current) => ({ ...fromInput(current), paused: true }));
+    return this.#edit(id, null, (current) => ({ ...wireOf(current), paused: true }));
   }
 
   /** Resumes from now: occurrences that fell in the pause are not made up. */
   resume(id: string): Promise<Schedule> {
-    return this.#edit(id, null, (current) => ({ ...fromInput(current), paused: false }));
+    return this.#edit(id, null, (current) => ({ ...wireOf(current), paused: false }));
   }
 
-  async delete(id: string): Promise<boolean> {
-    return scheduleDelete(this.#pool, id);
+  /** Deletes the schedule and its ledger; ScheduleNotFoundError if there is none. */
+  async delete(id: string): Promise<void> {
+    if (!(await scheduleDelete(this.#pool, id))) throw new ScheduleNotFoundError(id);
   }
 
+  /** The schedule, or null when there is no such schedule. */
   async get(id: string): Promise<Schedule | null> {
-    return scheduleGet(this.#pool, id);
+    const row = await scheduleGet(this.#pool, id);
+    return row === null ? null : scheduleOf(row);
   }
 
   async list(options: { tenantId?: string; afterName?: string; limit?: number } = {}): Promise<Schedule[]> {
-    return scheduleListByTenant(
+    const rows = await scheduleListByTenant(
       this.#pool,
       options.tenantId ?? 'default',
       options.afterName ?? null,
       options.limit ?? 100,
     );
+    return rows.map(scheduleOf);
   }
 
   /** The schedule's ledger, newest first: did the 09:00 run happen, and how late was it. */
   async occurrences(id: string, options: { before?: Date; limit?: number } = {}): Promise<Occurrence[]> {
-    return occurrenceListBySchedule(this.#pool, id, options.before ?? null, options.limit ?? 100);
+    const rows = await occurrenceListBySchedule(this.#pool, id, options.before ?? null, options.limit ?? 100);
+    return rows.map(occurrenceOf);
   }
 
   /**
@@ -380,7 +363,7 @@ export class ScheduleClient {
   async triggerNow(id: string): Promise<{ jobId: number; firedAt: Date }> {
     for (let attempt = 0; attempt < 3; attempt++) {
       const row = await scheduleGet(this.#pool, id);
-      if (row === null) throw new ScheduleNotFoundError(`schedule ${id} does not exist`);
+      if (row === null) throw new ScheduleNotFoundError(id);
       const firedAt = await this.#now(this.#pool);
       const result = await occurrenceMaterialise(
         this.#pool,
@@ -410,11 +393,11 @@ export class ScheduleClient {
   async #edit(
     id: string,
     expectedVersion: number | null,
-    change: (current: ScheduleRow) => ScheduleInput,
+    change: (current: ScheduleRow) => ScheduleBody,
   ): Promise<Schedule> {
     return withTransaction(this.#pool, async (tx) => {
       const current = await scheduleGetForUpdate(tx, id);
-      if (current === null) throw new ScheduleNotFoundError(`schedule ${id} does not exist`);
+      if (current === null) throw new ScheduleNotFoundError(id);
       if (expectedVersion !== null && current.version !== expectedVersion) {
         throw new ScheduleVersionConflictError(current.version, expectedVersion);
       }
@@ -425,7 +408,7 @@ export class ScheduleClient {
       fields.nextFireAt = fields.paused ? null : nextFireAfter(compiled, from, fields.paused);
       const updated = await scheduleUpdate(tx, id, fields, current.version).catch(mapDbError);
       if (updated === null) throw new Error(`schedule ${id}: changed while locked`);
-      return updated;
+      return scheduleOf(updated);
     });
   }
 }

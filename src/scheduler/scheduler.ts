@@ -16,6 +16,7 @@
  * heap, schedules due within planAheadMs are planned before their fire time, so at the fire time
  * only the write is left (planAhead in plan.ts says when such a plan still holds).
  */
+import { ConfigError } from '../errors.ts';
 import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../clock.ts';
@@ -193,7 +194,9 @@ export class Scheduler {
     this.#onTick = options.onTick;
     this.#onLead = options.onLead ?? (() => undefined);
     if (!(this.#renewMs < this.#ttlMs)) {
-      throw new RangeError(`renewEveryMs: ${this.#renewMs} must be shorter than leaseTtlMs (${this.#ttlMs})`);
+      throw new ConfigError(
+        `renewEveryMs: ${this.#renewMs} must be shorter than leaseTtlMs (${this.#ttlMs})`,
+      );
     }
     this.time = new SchedulerTime(options.timeSource ?? SCHEDULER_DEFAULTS.timeSource, this.#clock, (jump) =>
       this.#log.warn(

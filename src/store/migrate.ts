@@ -7,6 +7,7 @@
  * Several processes may start at once (every replica migrates at boot); a session advisory lock
  * serialises them so each migration is applied exactly once and late arrivals see it as done.
  */
+import { TidemarkError } from '../errors.ts';
 import { createHash } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -30,8 +31,10 @@ export interface MigrationResult {
   alreadyApplied: number;
 }
 
-export class MigrationError extends Error {
+/** A migration that cannot be applied or a schema that does not match this code's migrations. */
+export class MigrationError extends TidemarkError {
   override name = 'MigrationError';
+  readonly code = 'migration_failed';
 }
 
 export async function loadMigrations(dir: string = MIGRATIONS_DIR): Promise<Migration[]> {

@@ -8,6 +8,7 @@
  *     "queues": { "emails": { "concurrency": 20, "claimAhead": 100, "maxRunning": 100, "maxAttempts": 5,
  *                             "backoffBaseMs": 1000, "backoffMaxMs": 600000, "timeoutMs": 30000 } } }
  */
+import { ConfigError } from '../errors.ts';
 import type { QueueSettings } from '../store/queues.ts';
 
 export interface WorkerQueueConfig {
@@ -25,10 +26,6 @@ export interface WorkerConfig {
   shutdownGraceMs?: number;
   batchSize?: number;
   queues: WorkerQueueConfig[];
-}
-
-export class ConfigError extends Error {
-  override name = 'ConfigError';
 }
 
 const QUEUE_RE = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/;

@@ -2,12 +2,14 @@
  * The few errors that tell the runner what to do. A handler throws NonRetryableError to send its
  * job to the dead letter at once, RetryAfterError to hold its retry back at least so long, and
  * JobTimeoutError to record a timeout of its own; the others are the reasons a handler's AbortSignal
- * fires.
+ * fires. Each is a TidemarkError with a stable `code`.
  */
+import { TidemarkError, ValidationError } from '../errors.ts';
 
 /** Thrown by a handler: do not retry, whatever attempts remain. */
-export class NonRetryableError extends Error {
+export class NonRetryableError extends TidemarkError {
   override name = 'NonRetryableError';
+  readonly code = 'non_retryable';
 }
 
 /**
@@ -15,40 +17,47 @@ export class NonRetryableError extends Error {
  * from now (by the database's clock), or later when the job's backoff says so. For a service that
  * asked to be left alone (HTTP 429 or 503 with Retry-After). An exhausted job is dead all the same.
  */
-export class RetryAfterError extends Error {
+export class RetryAfterError extends TidemarkError {
   override name = 'RetryAfterError';
+  readonly code = 'retry_after';
   readonly retryAfterMs: number;
 
   constructor(message: string, retryAfterMs: number, options?: ErrorOptions) {
     super(message, options);
     if (!Number.isFinite(retryAfterMs) || retryAfterMs < 0)
-      throw new TypeError(`retryAfterMs: must be a finite number ≥ 0, got ${retryAfterMs}`);
+      throw new ValidationError([
+        { field: 'retryAfterMs', reason: `must be a finite number ≥ 0, got ${retryAfterMs}` },
+      ]);
     this.retryAfterMs = retryAfterMs;
   }
 }
 
 /** The job's deadline passed; a handler may throw it for a timeout of its own (recorded timed_out). */
-export class JobTimeoutError extends Error {
+export class JobTimeoutError extends TidemarkError {
   override name = 'JobTimeoutError';
+  readonly code = 'job_timeout';
 }
 
 /** Someone cancelled the job. */
-export class JobCancelledError extends Error {
+export class JobCancelledError extends TidemarkError {
   override name = 'JobCancelledError';
+  readonly code = 'job_cancelled';
 }
 
 /** This worker no longer owns the attempt (its lease expired and the job was reaped or re-run). */
-export class LeaseLostError extends Error {
+export class LeaseLostError extends TidemarkError {
   override name = 'LeaseLostError';
+  readonly code = 'lease_lost';
 }
 
 /** The worker is shutting down and its grace period ran out; the job is handed back to the queue. */
-export class WorkerShutdownError extends Error {
+export class WorkerShutdownError extends TidemarkError {
   override name = 'WorkerShutdownError';
+  readonly code = 'worker_shutdown';
 }
 
-/** Bad input to the job client: names the field and the reason. Nothing was written. */
-export class JobValidationError extends TypeError {
+/** Bad input to the job client: names each field and the reason. Nothing was written. */
+export class JobValidationError extends ValidationError {
   override name = 'JobValidationError';
 }
 

@@ -8,6 +8,7 @@
  * a slot that frees starts its next job without a claim round trip. `stop()` stops claiming, hands
  * buffered jobs back at once, lets handlers finish within a grace period, then hands the rest back.
  */
+import { ConfigError } from '../errors.ts';
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Clock } from '../clock.ts';
@@ -275,16 +276,18 @@ export class Worker {
     this.#batch = options.batchSize ?? 1000;
     this.#maintenance = options.maintenance ?? true;
     this.#host = { pool: this.#pool, owner: this.id, leaseMs: this.#leaseMs };
-    if (options.queues.length === 0) throw new TypeError('queues: at least one queue is required');
+    if (options.queues.length === 0) throw new ConfigError('queues: at least one queue is required');
     for (const q of options.queues) {
       if (!Number.isInteger(q.concurrency) || q.concurrency < 1) {
-        throw new TypeError(`queues.${q.name}.concurrency: must be a positive integer, got ${q.concurrency}`);
+        throw new ConfigError(
+          `queues.${q.name}.concurrency: must be a positive integer, got ${q.concurrency}`,
+        );
       }
       const ahead = q.claimAhead ?? DEFAULT_CLAIM_AHEAD;
       if (!Number.isInteger(ahead) || ahead < 0) {
-        throw new TypeError(`queues.${q.name}.claimAhead: must be an integer ≥ 0, got ${ahead}`);
+        throw new ConfigError(`queues.${q.name}.claimAhead: must be an integer ≥ 0, got ${ahead}`);
       }
-      if (this.#queues.has(q.name)) throw new TypeError(`queues.${q.name}: listed twice`);
+      if (this.#queues.has(q.name)) throw new ConfigError(`queues.${q.name}: listed twice`);
       this.#queues.set(q.name, new QueueLoop(q.name, q.concurrency, ahead));
     }
     this.#completer = new Completer(

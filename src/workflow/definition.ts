@@ -3,6 +3,7 @@
  * dependencies that name nodes of the same workflow, a size limit, and acyclicity with one cycle
  * named in order. Pure: no I/O, so it is tested on its own and costs one pass over the graph.
  */
+import { ValidationError } from '../errors.ts';
 import { jsonTextProblem, textProblem } from '../input.ts';
 import { createHash } from 'node:crypto';
 import type { NodeChildren, WorkflowNodeInsert } from '../store/workflow-nodes.ts';
@@ -18,7 +19,10 @@ export interface JobNodeSpec {
   id: string;
   type?: 'job';
   queue?: string;
-  kind: string;
+  /** The handler; give this or `url`. */
+  kind?: string;
+  /** A push target instead of a handler: the node's payload is POSTed here (queue `http`). */
+  url?: string;
   payload?: unknown;
   priority?: number;
   /** Retries after the first attempt (default 3, so at most 4 runs). */
@@ -66,15 +70,18 @@ export interface NormalisedWorkflow {
   sha256: string;
 }
 
-export class WorkflowValidationError extends Error {
+/** Bad workflow input: names each field and the reason. Nothing was written. */
+export class WorkflowValidationError extends ValidationError {
   override name = 'WorkflowValidationError';
-  constructor(
-    readonly field: string,
-    reason: string,
-    options?: ErrorOptions,
-  ) {
-    super(`${field}: ${reason}`, options);
-  }
+}
+
+/** One bad field of a workflow. */
+export function workflowInvalid(
+  field: string,
+  reason: string,
+  options?: ErrorOptions,
+): WorkflowValidationError {
+  return new WorkflowValidationError([{ field, reason }], options);
 }
 
 const QUEUE_RE = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/;
@@ -84,7 +91,7 @@ const MAX_RETRIES = 100;
 const MAX_INT = 2_147_483_647;
 
 function fail(field: string, reason: string): never {
-  throw new WorkflowValidationError(field, reason);
+  throw workflowInvalid(field, reason);
 }
 
 function isText(value: unknown, max = MAX_KEY_LENGTH): value is string {
@@ -104,10 +111,10 @@ function text(value: unknown, field: string, max = MAX_KEY_LENGTH): string {
 
 /**
  * A node's field name for an error message, built only once a check has failed: building every
- * name up front (`nodes[i].kind`, …) made ~1 million strings for 100,000 nodes, mostly GC work.
+ * name up front (`nodes.i.kind`, …) made ~1 million strings for 100,000 nodes, mostly GC work.
  */
 function nodeField(i: number, name: string): string {
-  return `nodes[${i}].${name}`;
+  return `nodes.${i}.${name}`;
 }
 
 function positiveInt(value: unknown, i: number, name: string): number | null {
@@ -124,7 +131,7 @@ function json(value: unknown, i: number, name: string): unknown {
   try {
     text = JSON.stringify(value);
   } catch (error) {
-    throw new WorkflowValidationError(nodeField(i, name), `must be JSON-serialisable`, { cause: error });
+    throw workflowInvalid(nodeField(i, name), `must be JSON-serialisable`, { cause: error });
   }
   const problem = text === undefined ? 'must be JSON-serialisable' : jsonTextProblem(text);
   if (problem !== undefined) fail(nodeField(i, name), problem);
@@ -133,13 +140,13 @@ function json(value: unknown, i: number, name: string): unknown {
 
 /** Checks one node, its dependencies included (resolved to indexes later, from the spec). */
 function node(spec: unknown, i: number): NormalisedNode {
-  if (typeof spec !== 'object' || spec === null) fail(`nodes[${i}]`, 'must be an object');
+  if (typeof spec !== 'object' || spec === null) fail(`nodes.${i}`, 'must be an object');
   const s = spec as Record<string, unknown>;
   const key = isText(s.id) ? s.id : textFail(nodeField(i, 'id'), s.id);
   const dependsOn = s.dependsOn ?? [];
   if (!Array.isArray(dependsOn)) fail(nodeField(i, 'dependsOn'), 'must be an array of node ids');
   for (let j = 0; j < dependsOn.length; j++) {
-    if (!isText(dependsOn[j])) textFail(nodeField(i, `dependsOn[${j}]`), dependsOn[j]);
+    if (!isText(dependsOn[j])) textFail(nodeField(i, `dependsOn.${j}`), dependsOn[j]);
   }
   const type = s.type ?? 'job';
   // Written out rather than spread: a spread followed by more properties put V8 on a slow path
@@ -294,7 +301,7 @@ export function validateWorkflow(
   const index = new Map<string, number>();
   nodes.forEach((n, i) => {
     const earlier = index.get(n.key);
-    if (earlier !== undefined) fail(`nodes[${i}].id`, `'${n.key}' is also the id of nodes[${earlier}]`);
+    if (earlier !== undefined) fail(`nodes.${i}.id`, `'${n.key}' is also the id of nodes.${earlier}`);
     index.set(n.key, i);
   });
   // lastChildOf[p] === i + 1 once node i has taken p as a parent: one array for every node's
@@ -307,8 +314,8 @@ export function validateWorkflow(
     for (let j = 0; j < dependsOn.length; j++) {
       const d = dependsOn[j] as string;
       const p = index.get(d);
-      if (p === undefined) fail(`nodes[${i}].dependsOn[${j}]`, `'${d}' is not a node of this workflow`);
-      if (p === i) fail(`nodes[${i}].dependsOn[${j}]`, `'${d}' depends on itself (cycle: ${d} -> ${d})`);
+      if (p === undefined) fail(`nodes.${i}.dependsOn.${j}`, `'${d}' is not a node of this workflow`);
+      if (p === i) fail(`nodes.${i}.dependsOn.${j}`, `'${d}' depends on itself (cycle: ${d} -> ${d})`);
       // A dependency listed twice is one dependency: the counter must reach zero exactly once.
       if (lastChildOf[p] === i + 1) continue;
       lastChildOf[p] = i + 1;

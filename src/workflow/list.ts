@@ -6,7 +6,7 @@
 import type { Queryable } from '../store/pool.ts';
 import { workflowSearch, type WorkflowCursor } from '../store/workflow-search.ts';
 import { WorkflowState } from '../store/workflows.ts';
-import { WorkflowValidationError } from './definition.ts';
+import { workflowInvalid } from './definition.ts';
 
 export interface WorkflowSummary {
   id: string;
@@ -60,16 +60,16 @@ function decodeCursor(text: string): WorkflowCursor {
   } catch {
     // Falls through to the error below: any text that is not a cursor we gave out.
   }
-  throw new WorkflowValidationError('after', 'is not a cursor from a previous page (`next`)');
+  throw workflowInvalid('after', 'is not a cursor from a previous page (`next`)');
 }
 
 export async function workflowList(q: Queryable, options: WorkflowListOptions = {}): Promise<WorkflowPage> {
   const limit = options.limit ?? 100;
   if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIST_PAGE) {
-    throw new WorkflowValidationError('limit', `must be an integer from 1 to ${MAX_LIST_PAGE}, got ${limit}`);
+    throw workflowInvalid('limit', `must be an integer from 1 to ${MAX_LIST_PAGE}, got ${limit}`);
   }
   if (options.state !== undefined && !STATES.includes(options.state)) {
-    throw new WorkflowValidationError('state', `must be one of ${STATES.join(', ')}`);
+    throw workflowInvalid('state', `must be one of ${STATES.join(', ')}`);
   }
   const rows = await workflowSearch(q, {
     tenantId: options.tenantId,

@@ -4,6 +4,7 @@
  * 100,000 nodes); the critical path follows one link per step of its own length.
  */
 import type { Queryable } from '../store/pool.ts';
+import type { JobState } from '../store/jobs.ts';
 import {
   workflowNodeCountByState,
   workflowNodeCriticalPath,
@@ -12,7 +13,7 @@ import {
   type WorkflowNodeListRow,
 } from '../store/workflow-nodes.ts';
 import { workflowGet, type WorkflowState } from '../store/workflows.ts';
-import { WorkflowValidationError } from './definition.ts';
+import { workflowInvalid } from './definition.ts';
 
 export interface WorkflowStatus {
   id: string;
@@ -33,8 +34,46 @@ export interface WorkflowStatus {
   criticalPath: { node: string; releasedAt: Date | null; startedAt: Date | null; finishedAt: Date | null }[];
 }
 
+/** One node of a workflow as the client returns it. */
+export interface WorkflowNode {
+  key: string;
+  type: 'job' | 'signal';
+  state: NodeState;
+  /** Dependencies not yet succeeded. */
+  pendingDeps: number;
+  /** The node's job once released (job nodes only). */
+  jobId: number | null;
+  jobState: JobState | null;
+  attempt: number | null;
+  /** Times the node has been released (a resume runs it again). */
+  runs: number;
+  releasedAt: Date | null;
+  startedAt: Date | null;
+  finishedAt: Date | null;
+  error: string | null;
+  output: unknown;
+}
+
+function nodeOf(row: WorkflowNodeListRow): WorkflowNode {
+  return {
+    key: row.key,
+    type: row.type,
+    state: row.state,
+    pendingDeps: row.pending_deps,
+    jobId: row.job_id,
+    jobState: row.job_state as JobState | null,
+    attempt: row.attempt,
+    runs: row.runs,
+    releasedAt: row.released_at,
+    startedAt: row.started_at,
+    finishedAt: row.finished_at,
+    error: row.error,
+    output: row.output,
+  };
+}
+
 export interface NodePage {
-  nodes: WorkflowNodeListRow[];
+  nodes: WorkflowNode[];
   /** Pass as `after` for the next page; null on the last page. */
   next: string | null;
 }
@@ -89,15 +128,16 @@ export async function workflowNodesPage(
 ): Promise<NodePage> {
   const limit = options.limit ?? 1000;
   if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE) {
-    throw new WorkflowValidationError('limit', `must be an integer from 1 to ${MAX_PAGE}, got ${limit}`);
+    throw workflowInvalid('limit', `must be an integer from 1 to ${MAX_PAGE}, got ${limit}`);
   }
   if (options.state !== undefined && !NODE_STATES.includes(options.state)) {
-    throw new WorkflowValidationError('state', `must be one of ${NODE_STATES.join(', ')}`);
+    throw workflowInvalid('state', `must be one of ${NODE_STATES.join(', ')}`);
   }
-  const nodes = await workflowNodeList(q, id, {
+  const rows = await workflowNodeList(q, id, {
     after: options.after ?? null,
     state: options.state ?? null,
     limit,
   });
+  const nodes = rows.map(nodeOf);
   return { nodes, next: nodes.length === limit ? (nodes[nodes.length - 1]?.key ?? null) : null };
 }

@@ -8,7 +8,7 @@ import type { PoolClient } from '../store/pool.ts';
 import { workflowNodeInsertMany } from '../store/workflow-nodes.ts';
 import { workflowStart } from '../store/workflow-release.ts';
 import { workflowGet, workflowInsert } from '../store/workflows.ts';
-import { validateWorkflow, WorkflowValidationError, type WorkflowSpec } from './definition.ts';
+import { validateWorkflow, workflowInvalid, type WorkflowSpec } from './definition.ts';
 
 export interface SubmitOptions {
   /** Largest workflow accepted (default 100,000 nodes). */
@@ -47,17 +47,14 @@ export async function workflowSubmitTx(
     });
   } catch (error) {
     if (isForeignKeyViolation(error)) {
-      throw new WorkflowValidationError('tenantId', `no tenant '${w.tenantId}'`, { cause: error });
+      throw workflowInvalid('tenantId', `no tenant '${w.tenantId}'`, { cause: error });
     }
     throw error;
   }
   if (!inserted) {
     const existing = await workflowGet(tx, w.id);
     if (existing?.definition_sha256 !== w.sha256) {
-      throw new WorkflowValidationError(
-        'id',
-        `workflow '${w.id}' already exists with a different definition`,
-      );
+      throw workflowInvalid('id', `workflow '${w.id}' already exists with a different definition`);
     }
     return { ...result, created: false };
   }

@@ -1,8 +1,10 @@
 /**
  * `client.workflows`: submit, inspect, cancel, resume and signal workflows. Each write has a `…Tx`
  * twin that runs in the caller's transaction, so a workflow can be submitted atomically with the
- * application's own rows.
+ * application's own rows. A read of one workflow by id returns null when it does not exist; an
+ * action on a missing id (cancel, resume, signal) throws WorkflowNotFoundError.
  */
+import { NotFoundError, TidemarkError } from '../errors.ts';
 import { withTransaction, type Pool } from '../store/pool.ts';
 import type { Queryable } from '../store/pool.ts';
 import {
@@ -12,12 +14,14 @@ import {
   type WorkflowTransition,
 } from '../store/workflow-release.ts';
 import type { NodeState } from '../store/workflow-nodes.ts';
-import type { WorkflowSpec } from './definition.ts';
+import { workflowChecked } from '../contract/workflow.ts';
+import { WorkflowValidationError, type WorkflowSpec } from './definition.ts';
 import { workflowList, type WorkflowListOptions, type WorkflowPage } from './list.ts';
 import { workflowStatusGet, workflowNodesPage, type NodePage, type WorkflowStatus } from './status.ts';
 import { workflowSubmitTx, type SubmitOptions, type SubmitResult } from './submit.ts';
 
-export class WorkflowNotFoundError extends Error {
+/** An action named a workflow id that does not exist. */
+export class WorkflowNotFoundError extends NotFoundError {
   override name = 'WorkflowNotFoundError';
   constructor(readonly workflowId: string) {
     super(`workflow '${workflowId}' does not exist`);
@@ -25,8 +29,9 @@ export class WorkflowNotFoundError extends Error {
 }
 
 /** A signal whose name no node of the workflow declares: refused, nothing stored. */
-export class WorkflowSignalUndeclaredError extends Error {
+export class WorkflowSignalUndeclaredError extends TidemarkError {
   override name = 'WorkflowSignalUndeclaredError';
+  readonly code = 'signal_not_declared';
   constructor(
     readonly workflowId: string,
     readonly signal: string,
@@ -58,18 +63,22 @@ export class WorkflowClient {
     this.#options = options;
   }
 
-  submit(spec: WorkflowSpec): Promise<SubmitResult> {
-    return withTransaction(this.#pool, (tx) => this.submitTx(tx, spec));
+  /**
+   * Submits a workflow, checked first against the API's schema (src/contract/workflow.ts) and then
+   * as a graph; bad input throws WorkflowValidationError naming each field, and nothing is written.
+   */
+  async submit(spec: WorkflowSpec): Promise<SubmitResult> {
+    const checked = checkedSpec(spec);
+    return withTransaction(this.#pool, (tx) => workflowSubmitTx(tx, checked, this.#options));
   }
 
-  submitTx(tx: Queryable, spec: WorkflowSpec): Promise<SubmitResult> {
-    return workflowSubmitTx(tx, spec, this.#options);
+  async submitTx(tx: Queryable, spec: WorkflowSpec): Promise<SubmitResult> {
+    return workflowSubmitTx(tx, checkedSpec(spec), this.#options);
   }
 
-  async status(id: string): Promise<WorkflowStatus> {
-    const status = await workflowStatusGet(this.#pool, id);
-    if (status === null) throw new WorkflowNotFoundError(id);
-    return status;
+  /** The workflow's state and counts, or null when there is no such workflow. */
+  async status(id: string): Promise<WorkflowStatus | null> {
+    return workflowStatusGet(this.#pool, id);
   }
 
   /** Workflows newest first, one tenant's or all, optionally in one state; page with `next`. */
@@ -101,6 +110,12 @@ export class WorkflowClient {
     if (r.outcome === 'undeclared') throw new WorkflowSignalUndeclaredError(id, name, r.declared);
     return { accepted: r.accepted, completed: r.completed };
   }
+}
+
+function checkedSpec(spec: WorkflowSpec): WorkflowSpec {
+  const checked = workflowChecked(spec, '');
+  if (Array.isArray(checked)) throw new WorkflowValidationError(checked);
+  return checked;
 }
 
 function found(id: string, t: WorkflowTransition): WorkflowTransition {

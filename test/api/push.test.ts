@@ -299,14 +299,14 @@ test('pushTarget and pushHandlers refuse bad input naming the field', () => {
     kind: 'http.post',
     payload: { url: 'https://example.com/hook', body: { a: 1 } },
   });
-  assert.throws(() => pushTarget('not a url'), /^TypeError: url: not a URL$/);
-  assert.throws(() => pushTarget('ftp://example.com/x'), /^TypeError: url: ftp: is not http or https$/);
+  assert.throws(() => pushTarget('not a url'), /^ValidationError: url: not a URL$/);
+  assert.throws(() => pushTarget('ftp://example.com/x'), /^ValidationError: url: ftp: is not http or https$/);
   assert.throws(
     () => pushHandlers({ perHostConcurrency: 0 }),
-    /^TypeError: push.perHostConcurrency: must be a positive integer, got 0$/,
+    /^ConfigError: push.perHostConcurrency: must be a positive integer, got 0$/,
   );
   assert.throws(
     () => pushHandlers({ requestTimeoutMs: 1.5 }),
-    /^TypeError: push.requestTimeoutMs: must be a positive integer, got 1.5$/,
+    /^ConfigError: push.requestTimeoutMs: must be a positive integer, got 1.5$/,
   );
 });

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { handlersLoad } from '../../src/cli/handlers-module.ts';
-import { Client } from '../../src/index.ts';
+import { Client, TidemarkError, ValidationError } from '../../src/index.ts';
 import { formatLocal } from '../../src/schedule/index.ts';
 import { createTestDatabase } from '../support/db.ts';
 
@@ -38,6 +38,30 @@ test("the README's client example registers a schedule and enqueues a job, once 
     "SELECT count(*)::int AS n FROM jobs WHERE queue = 'emails'",
   );
   assert.equal(rows[0]?.n, 1);
+});
+
+test("the README's errors example: a bad field is a ValidationError, a missing id null or not_found", async () => {
+  const readme = await readFile(new URL('../../README.md', import.meta.url), 'utf8');
+  const logged: unknown[][] = [];
+  const console = { log: (...args: unknown[]) => void logged.push(args) };
+  await using client = new Client({ connectionString: db.url });
+  try {
+    await client.jobs.enqueue({ queue: 'emails', kind: 'welcome', priority: 5_000_000 });
+  } catch (error) {
+    if (!(error instanceof ValidationError)) throw error;
+    console.log(error.code, error.fields); // invalid_request [{ field: 'priority', reason: 'Expected integer to be less or equal to 1000000' }]
+  }
+  console.log(await client.jobs.get(987654321)); // null
+  await client.jobs.cancel(987654321).catch((error: unknown) => {
+    if (!(error instanceof TidemarkError && error.code === 'not_found')) throw error;
+  });
+
+  assert.deepEqual(logged, [
+    ['invalid_request', [{ field: 'priority', reason: 'Expected integer to be less or equal to 1000000' }]],
+    [null],
+  ]);
+  assert.ok(readme.includes('priority: 5_000_000 });'), 'the README shows this example');
+  assert.ok(readme.includes("reason: 'Expected integer to be less or equal to 1000000'"));
 });
 
 test("the README's handlers module loads as --handlers loads it, and its handler runs", async () => {

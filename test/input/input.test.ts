@@ -78,7 +78,7 @@ test('the clients refuse the same values, naming the field, and write nothing', 
     ],
   ];
   for (const [job, message] of jobCases) {
-    await assert.rejects(client.jobs.enqueue(job as never), (e: unknown) => {
+    await assert.rejects(client.jobs.enqueue(job), (e: unknown) => {
       return e instanceof JobValidationError && message.test(e.message);
     });
   }
@@ -90,16 +90,16 @@ test('the clients refuse the same values, naming the field, and write nothing', 
     [{ name: 'a', spec: '* * * * *', target: { ...target, payload: ['\u0000'] } }, 'target.payload'],
   ] as const) {
     await assert.rejects(client.schedules.create(input), (e: unknown) => {
-      return e instanceof ScheduleInputError && e.field === field;
+      return e instanceof ScheduleInputError && e.fields[0]?.field === field;
     });
   }
   await assert.rejects(
     client.workflows.submit({ nodes: [{ id: 'a\u0000', kind: 'k' }] }),
-    (e: unknown) => e instanceof WorkflowValidationError && e.field === 'nodes[0].id',
+    (e: unknown) => e instanceof WorkflowValidationError && e.fields[0]?.field === 'nodes.0.id',
   );
   await assert.rejects(
     client.workflows.submit({ nodes: [{ id: 'a', kind: 'k', payload: { x: '\udc00' } }] }),
-    (e: unknown) => e instanceof WorkflowValidationError && e.field === 'nodes[0].payload',
+    (e: unknown) => e instanceof WorkflowValidationError && e.fields[0]?.field === 'nodes.0.payload',
   );
   assert.equal(await databaseSnapshot(db), before);
 });

@@ -5,6 +5,7 @@ import {
   Client,
   FakeClock,
   ScheduleInputError,
+  ScheduleNotFoundError,
   ScheduleVersionConflictError,
   type ScheduleInput,
 } from '../../src/index.ts';
@@ -57,8 +58,12 @@ test('create stores the schedule with its next fire time in its zone; edits bump
   );
   assert.equal((await client.schedules.get(s.id))?.version, 4);
   assert.equal((await client.schedules.list()).length, 1);
-  assert.equal(await client.schedules.delete(s.id), true);
-  assert.equal(await client.schedules.get(s.id), null);
+  await client.schedules.delete(s.id);
+  assert.equal(await client.schedules.get(s.id), null, 'a read of a missing id is null');
+  await assert.rejects(client.schedules.delete(s.id), (e: unknown) => {
+    assert.ok(e instanceof ScheduleNotFoundError && e.code === 'not_found', String(e));
+    return true;
+  });
 });
 
 test('invalid input names the field and the reason, and writes nothing', async () => {
@@ -85,15 +90,15 @@ test('invalid input names the field and the reason, and writes nothing', async (
       client.schedules.create({ ...report, name: `bad-${field}`, ...patch }),
       (e: unknown) => {
         assert.ok(e instanceof ScheduleInputError, `${field}: ${String(e)}`);
-        assert.equal(e.field, field, e.message);
-        assert.ok(e.reason.length > 0);
+        assert.equal(e.fields[0]?.field, field, e.message);
+        assert.ok((e.fields[0]?.reason.length ?? 0) > 0);
         return true;
       },
     );
   }
   await client.schedules.create({ ...report, name: 'taken' });
   await assert.rejects(client.schedules.create({ ...report, name: 'taken' }), (e: unknown) => {
-    return e instanceof ScheduleInputError && e.field === 'name';
+    return e instanceof ScheduleInputError && e.fields[0]?.field === 'name';
   });
   assert.equal(await scheduleCount(), before + 1, 'only the one valid schedule was written');
 });

@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import { jobInsertMany } from '../../src/store/job-insert.ts';
 import { jobClaimBatch, type JobClaimParams } from '../../src/store/jobs.ts';
 import type { PoolClient } from '../../src/store/pool.ts';
-import { validateEnqueue } from '../../src/worker/validate.ts';
+import { jobInsertOf } from '../../src/contract/job.ts';
 import { createTestDatabase } from '../support/db.ts';
 
 const db = await createTestDatabase();
@@ -35,7 +35,7 @@ test('a burst after an idle spell is claimed through the indexes, not with a pla
     for (let i = 0; i < 8; i++) assert.deepEqual(await jobClaimBatch(tx, { ...claim, poll: true }), []);
     await jobInsertMany(
       tx,
-      Array.from({ length: 50_000 }, () => validateEnqueue({ queue: 'burst', kind: 'k' }, '')),
+      Array.from({ length: 50_000 }, () => jobInsertOf({ queue: 'burst', kind: 'k' }, 'default')),
     );
     // The burst's wake-up: the claim that follows it is planned for the table as it is now.
     const before = await seqScans(tx);

@@ -11,7 +11,7 @@ import {
 } from '../../src/store/jobs.ts';
 import { withTransaction } from '../../src/store/pool.ts';
 import { Completer } from '../../src/worker/completer.ts';
-import { validateEnqueue } from '../../src/worker/validate.ts';
+import { jobInsertOf } from '../../src/contract/job.ts';
 import { WorkflowClient } from '../../src/workflow/workflow-client.ts';
 import { createTestDatabase } from '../support/db.ts';
 import { nodeStates } from '../workflow/support.ts';
@@ -24,7 +24,7 @@ async function claimed(queue: string, n: number, enqueue = true) {
   if (enqueue) {
     await jobInsertMany(
       db.pool,
-      Array.from({ length: n }, () => validateEnqueue({ queue, kind: 'k', maxAttempts: 5 }, '')),
+      Array.from({ length: n }, () => jobInsertOf({ queue, kind: 'k', maxAttempts: 5 }, 'default')),
     );
   }
   const jobs = await jobClaimBatch(db.pool, {

@@ -5,6 +5,7 @@ import { Client } from '../../src/client.ts';
 import { withTransaction } from '../../src/store/pool.ts';
 import { queueUpsert } from '../../src/store/queues.ts';
 import { JobValidationError } from '../../src/worker/errors.ts';
+import { JobNotFoundError } from '../../src/worker/job-client.ts';
 import { createTestDatabase } from '../support/db.ts';
 import { waitUntil } from './support.ts';
 
@@ -168,9 +169,12 @@ test('bad input names the field and writes nothing', async () => {
       { queue: 'ok', kind: 'k' },
       { queue: 'ok', kind: 'k', maxAttempts: 0 },
     ]),
-    /^JobValidationError: jobs\[1\]\.maxAttempts: must be an integer from 1/,
+    /^JobValidationError: jobs\.1\.maxAttempts: Expected integer to be greater or equal to 1/,
   );
-  await assert.rejects(client.jobs.enqueue({ queue: 'ok', kind: '' }), /kind: must be a non-empty string/);
+  await assert.rejects(
+    client.jobs.enqueue({ queue: 'ok', kind: '' }),
+    /kind: Expected string length greater or equal to 1/,
+  );
   await assert.rejects(client.jobs.enqueue({ queue: 'ok', kind: 'k', tenantId: 'Upper' }), /tenantId: /);
   await assert.rejects(
     client.jobs.enqueue({ queue: 'ok', kind: 'k', runAt: new Date('nope') }),
@@ -338,7 +342,12 @@ test('cancel of a pending job is immediate; a finished job is left as it is', as
   assert.ok(cancelled?.finishedAt instanceof Date);
   await db.pool.query(`UPDATE jobs SET state = 'succeeded' WHERE id = $1`, [job.id]);
   assert.equal((await client.jobs.cancel(job.id))?.state, 'succeeded');
-  assert.equal(await client.jobs.cancel(987654321), undefined);
+  await assert.rejects(client.jobs.cancel(987654321), (e: unknown) => {
+    assert.ok(e instanceof JobNotFoundError && e.code === 'not_found', String(e));
+    return true;
+  });
+  await assert.rejects(client.jobs.retry(987654321), JobNotFoundError);
+  assert.equal(await client.jobs.get(987654321), null, 'a read of a missing id is null');
 });
 
 test('a success written before 0019 (attempt row, lease_owner cleared) is in the history once', async () => {

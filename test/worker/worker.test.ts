@@ -212,7 +212,7 @@ test('heartbeat progress is stored with its time while the handler runs', async 
   const job = await client.jobs.enqueue({ queue: 'long', kind: 'long' });
   const running = await waitUntil('progress', async () => {
     const j = await client.jobs.get(job.id);
-    return j?.progress !== null && j;
+    return j !== null && j.progress !== null && j;
   });
   assert.equal(running.state, 'running');
   assert.deepEqual(running.progress, { percent: 40, message: 'halfway there' });

@@ -47,6 +47,7 @@ test('cancelling a waiting node job through client.jobs fails the node under fai
   assert.deepEqual(await nodeStates(db.pool, 'jc-ff'), { a: 'failed', b: 'cancelled', c: 'cancelled' });
   assert.equal(await workflowState(db.pool, 'jc-ff'), 'failed');
   const status = await workflows.status('jc-ff');
+  assert.ok(status !== null);
   assert.match(status.error ?? '', /node a failed/);
   const { rows } = await db.pool.query<{ error: string }>(
     `SELECT error FROM workflow_nodes WHERE workflow_id = 'jc-ff' AND key = 'a'`,

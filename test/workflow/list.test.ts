@@ -75,7 +75,7 @@ test('a bad cursor, limit or state is an error naming the field', async () => {
       await p;
     } catch (error) {
       assert.ok(error instanceof WorkflowValidationError, String(error));
-      return error.field;
+      return error.fields[0]?.field ?? '';
     }
     return 'no error';
   };

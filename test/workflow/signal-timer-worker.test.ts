@@ -61,8 +61,8 @@ test('two tidemark worker processes fire signal timeouts, each exactly once', as
     await until(
       'both workflows to end',
       async () =>
-        (await workflows.status('auto-approve')).state === 'succeeded' &&
-        (await workflows.status('deadline')).state === 'failed',
+        (await workflows.status('auto-approve'))?.state === 'succeeded' &&
+        (await workflows.status('deadline'))?.state === 'failed',
       30_000,
     );
     const { rows } = await db.pool.query<{
@@ -113,7 +113,7 @@ test('a Worker made by the library from a connection string alone fires signal t
     });
     await until(
       'the signal node to time out',
-      async () => (await workflows.status('library-deadline')).state === 'failed',
+      async () => (await workflows.status('library-deadline'))?.state === 'failed',
       30_000,
     );
   } finally {

@@ -29,7 +29,7 @@ test('a signal node waits for its signal; a signal sent twice counts once', asyn
   await workflows.submit(approval('approval'));
   assert.deepEqual(await drain(db.pool, 'approval'), ['draft']);
   assert.equal((await nodeStates(db.pool, 'approval')).approve, 'waiting');
-  assert.equal((await workflows.status('approval')).nodes.waiting, 1);
+  assert.equal((await workflows.status('approval'))?.nodes.waiting, 1);
 
   const results = await Promise.all([
     workflows.signal('approval', 'approved', { by: 'alice' }),

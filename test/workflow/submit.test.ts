@@ -109,7 +109,9 @@ test('the same workflow id twice is idempotent; a different definition under tha
   await assert.rejects(
     workflows.submit({ ...spec, nodes: [{ id: 'a', kind: 'other' }] }),
     (e: unknown) =>
-      e instanceof WorkflowValidationError && e.field === 'id' && /different definition/.test(e.message),
+      e instanceof WorkflowValidationError &&
+      e.fields[0]?.field === 'id' &&
+      /different definition/.test(e.message),
   );
 });
 

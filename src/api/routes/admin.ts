@@ -7,7 +7,8 @@ import { Tenant, tenantJson, Token, tokenJson } from '../admin-json.ts';
 import type { Api } from '../app.ts';
 import { requireAdmin } from '../auth.ts';
 import { badRequest, notFound } from '../errors.ts';
-import { Name, NonNegativeInt4, PositiveInt4, QueueName, TenantId, Uuid, withErrors } from '../schemas.ts';
+import { Name, NonNegativeInt4, PositiveInt4, QueueName, TenantId, Uuid } from '../../contract/fields.ts';
+import { withErrors } from '../schemas.ts';
 import type { RouteDeps } from '../server.ts';
 import { tokenMint } from '../tokens.ts';
 

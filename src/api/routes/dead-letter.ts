@@ -10,7 +10,8 @@ import type { Api } from '../app.ts';
 import { tenantScope } from '../auth.ts';
 import { badRequest } from '../errors.ts';
 import { JobPage, jobPage } from '../job-json.ts';
-import { JobId, Name, PageLimit, QueueName, TenantId, withErrors } from '../schemas.ts';
+import { JobId, Name, PageLimit, QueueName, TenantId } from '../../contract/fields.ts';
+import { withErrors } from '../schemas.ts';
 import type { RouteDeps } from '../server.ts';
 
 const MAX_RETRY = 1000;

@@ -1,5 +1,5 @@
 /** Jobs: enqueue one or many, list with filters, show with attempts and progress, cancel, retry. */
-import { Type, type Static } from '@sinclair/typebox';
+import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
 import { jobAttemptListByJobs } from '../../store/job-attempts.ts';
 import { jobIdsInTenant, jobSearch } from '../../store/job-search.ts';
@@ -7,54 +7,14 @@ import { jobInsertMany, type JobInsert } from '../../store/job-insert.ts';
 import { jobCancel, jobGet, jobRetryMany, JobState, type JobRow } from '../../store/jobs.ts';
 import { withTransaction, type Queryable } from '../../store/pool.ts';
 import { tenantExists } from '../../store/tenants.ts';
-import { PUSH_KIND, PUSH_QUEUE, pushPayload } from '../../push/target.ts';
+import { JobInputSchema, MAX_JOBS_PER_REQUEST, jobInsertOf, jobRuleProblems } from '../../contract/job.ts';
+import { JobId, Name, PageLimit, QueueName, TenantId } from '../../contract/fields.ts';
 import type { Api } from '../app.ts';
 import { tenantScope } from '../auth.ts';
 import { ApiError, badRequest, conflict, notFound, type FieldError } from '../errors.ts';
 import { AttemptSchema, JobPage, JobSchema, attemptJson, jobJson, jobPage } from '../job-json.ts';
-import {
-  JobId,
-  Name,
-  NonNegativeInt4,
-  PageLimit,
-  PositiveInt4,
-  QueueName,
-  TenantId,
-  targetFields,
-  withErrors,
-} from '../schemas.ts';
+import { withErrors } from '../schemas.ts';
 import type { RouteDeps } from '../server.ts';
-
-export const MAX_JOBS_PER_REQUEST = 1000;
-
-const JobInput = Type.Object(
-  {
-    ...targetFields('Tidemark POSTs the payload here'),
-    payload: Type.Optional(Type.Unknown()),
-    priority: Type.Optional(
-      Type.Integer({ minimum: -1_000_000, maximum: 1_000_000, description: 'higher runs first' }),
-    ),
-    runAt: Type.Optional(
-      Type.String({ format: 'date-time', description: 'not before this instant (default now)' }),
-    ),
-    maxAttempts: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000 })),
-    timeoutMs: Type.Optional(PositiveInt4('deadline per attempt')),
-    heartbeatMs: Type.Optional(PositiveInt4('expected heartbeat interval; the lease is 3× this')),
-    backoffBaseMs: Type.Optional(NonNegativeInt4('first retry delay')),
-    backoffMaxMs: Type.Optional(NonNegativeInt4('longest retry delay')),
-    idempotencyKey: Type.Optional(
-      Type.String({
-        minLength: 1,
-        maxLength: 500,
-        description:
-          'unique per queue; the same key again returns the existing job. Default: job-<id>-<16 hex>, made from the new job id',
-      }),
-    ),
-    tenantId: Type.Optional(TenantId),
-  },
-  { additionalProperties: false },
-);
-type JobInput = Static<typeof JobInput>;
 
 const Enqueued = Type.Object({
   id: Type.Integer(),
@@ -64,38 +24,6 @@ const Enqueued = Type.Object({
     description: 'false: a job with this key already existed and is returned instead',
   }),
 });
-
-/** Turns validated input into a row, or names the fields that contradict each other. */
-function toInsert(input: JobInput, tenantId: string, at: string, problems: FieldError[]): JobInsert {
-  if ((input.kind === undefined) === (input.url === undefined)) {
-    problems.push({
-      field: `${at}.kind`,
-      reason: 'give exactly one of kind (a handler) and url (a push target)',
-    });
-  }
-  if (
-    input.backoffBaseMs !== undefined &&
-    input.backoffMaxMs !== undefined &&
-    input.backoffMaxMs < input.backoffBaseMs
-  ) {
-    problems.push({ field: `${at}.backoffMaxMs`, reason: 'must be at least backoffBaseMs' });
-  }
-  const push = input.url !== undefined;
-  return {
-    queue: input.queue ?? (push ? PUSH_QUEUE : 'default'),
-    kind: push ? PUSH_KIND : (input.kind ?? ''),
-    tenantId,
-    payload: push ? pushPayload(input.url ?? '', input.payload) : (input.payload ?? {}),
-    priority: input.priority ?? 0,
-    runAt: input.runAt === undefined ? null : new Date(input.runAt),
-    maxAttempts: input.maxAttempts ?? null,
-    timeoutMs: input.timeoutMs ?? null,
-    heartbeatMs: input.heartbeatMs ?? null,
-    backoffBaseMs: input.backoffBaseMs ?? null,
-    backoffMaxMs: input.backoffMaxMs ?? null,
-    idempotencyKey: input.idempotencyKey ?? null,
-  };
-}
 
 /** The job, if the caller may see it; otherwise 404 whether it exists in another tenant or not at all. */
 export async function jobForCaller(db: Queryable, request: FastifyRequest, id: number): Promise<JobRow> {
@@ -128,9 +56,9 @@ export function jobRoutes(app: Api, deps: RouteDeps): void {
         summary: 'Enqueue one job, or up to 1,000 as { jobs: [...] }',
         tags: ['jobs'],
         body: Type.Union([
-          JobInput,
+          JobInputSchema,
           Type.Object(
-            { jobs: Type.Array(JobInput, { minItems: 1, maxItems: MAX_JOBS_PER_REQUEST }) },
+            { jobs: Type.Array(JobInputSchema, { minItems: 1, maxItems: MAX_JOBS_PER_REQUEST }) },
             { additionalProperties: false },
           ),
         ]),
@@ -143,19 +71,13 @@ export function jobRoutes(app: Api, deps: RouteDeps): void {
     },
     async (request, reply) => {
       const many = 'jobs' in request.body;
-      const inputs: JobInput[] = 'jobs' in request.body ? request.body.jobs : [request.body];
+      const inputs = 'jobs' in request.body ? request.body.jobs : [request.body];
       const problems: FieldError[] = [];
       const rows: JobInsert[] = [];
       for (const [i, input] of inputs.entries()) {
         const at = many ? `body.jobs.${i}` : 'body';
-        rows.push(
-          toInsert(
-            input,
-            await tenantForWrite(pool, request, input.tenantId, `${at}.tenantId`),
-            at,
-            problems,
-          ),
-        );
+        problems.push(...jobRuleProblems(input, at));
+        rows.push(jobInsertOf(input, await tenantForWrite(pool, request, input.tenantId, `${at}.tenantId`)));
       }
       if (problems.length > 0) throw badRequest(problems);
       // One job whose key is generated clashes with nothing: no transaction to roll back, and on the

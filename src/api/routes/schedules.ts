@@ -3,91 +3,29 @@
  * answer echoes the compiled spec, its description and the next five fire times), list, show, edit,
  * delete, pause, resume, trigger now, and the occurrence ledger.
  */
-import { Type, type Static } from '@sinclair/typebox';
+import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
 import { compileRow } from '../../scheduler/plan.ts';
 import { SpecError, type CompiledSchedule } from '../../schedule/index.ts';
+import { ScheduleCreateSchema, SchedulePatchSchema } from '../../contract/schedule.ts';
+import { PageLimit, TenantId, Uuid } from '../../contract/fields.ts';
+import { ValidationError } from '../../errors.ts';
 import {
-  ScheduleInputError,
   ScheduleNotFoundError,
   ScheduleVersionConflictError,
+  type Occurrence,
+  type Schedule,
   type ScheduleClient,
-  type ScheduleInput,
-  type ScheduleUpdate,
+  type LatenessBucket,
 } from '../../scheduler/schedule-client.ts';
-import type { ScheduleRow } from '../../store/schedules.ts';
-import type { LatenessBucket } from '../../store/occurrence-rollup.ts';
-import type { OccurrenceRow } from '../../store/occurrences.ts';
-import { PUSH_KIND, PUSH_QUEUE, pushPayload } from '../../push/target.ts';
+import { PUSH_KIND } from '../../push/target.ts';
 import type { Api } from '../app.ts';
 import { tenantScope } from '../auth.ts';
 import { badRequest, notFound, versionConflict } from '../errors.ts';
-import {
-  NonNegativeInt4,
-  PageLimit,
-  PositiveInt4,
-  Name,
-  TenantId,
-  Uuid,
-  targetFields,
-  withErrors,
-} from '../schemas.ts';
+import { withErrors } from '../schemas.ts';
 import type { RouteDeps } from '../server.ts';
 
 const NEXT_FIRE_TIMES = 5;
-
-const Target = Type.Object(
-  {
-    ...targetFields('each occurrence POSTs the payload here'),
-    payload: Type.Optional(Type.Unknown()),
-    priority: Type.Optional(Type.Integer({ minimum: -1_000_000, maximum: 1_000_000 })),
-    maxAttempts: Type.Optional(Type.Union([Type.Integer({ minimum: 1, maximum: 1000 }), Type.Null()])),
-    timeoutMs: Type.Optional(Type.Union([PositiveInt4('deadline per attempt'), Type.Null()])),
-  },
-  { additionalProperties: false },
-);
-
-const Misfire = Type.Object(
-  {
-    policy: Type.Optional(Type.Union([Type.Literal('all'), Type.Literal('latest'), Type.Literal('skip')])),
-    cap: Type.Optional(Type.Integer({ minimum: 1, maximum: 100_000 })),
-    startingDeadlineMs: Type.Optional(
-      Type.Union([PositiveInt4('late occurrences past this are missed'), Type.Null()]),
-    ),
-  },
-  { additionalProperties: false },
-);
-
-const common = {
-  spec: Type.String({
-    minLength: 1,
-    maxLength: 500,
-    description: 'cron, `every 90s`, `at 2026-01-01T09:00`, or a phrase such as "every weekday at 9am"',
-  }),
-  timeZone: Type.Optional(
-    Type.String({ minLength: 1, maxLength: 100, description: 'IANA zone, default UTC' }),
-  ),
-  dstGap: Type.Optional(Type.Union([Type.Literal('shift'), Type.Literal('skip')])),
-  dstOverlap: Type.Optional(Type.Union([Type.Literal('first'), Type.Literal('both'), Type.Null()])),
-  misfire: Type.Optional(Misfire),
-  overlap: Type.Optional(
-    Type.Union([
-      Type.Literal('allow'),
-      Type.Literal('forbid'),
-      Type.Literal('replace'),
-      Type.Literal('buffer_one'),
-    ]),
-  ),
-  jitterMs: Type.Optional(NonNegativeInt4('random delay added to each fire time')),
-  paused: Type.Optional(Type.Boolean()),
-  name: Name,
-};
-
-const CreateBody = Type.Object(
-  { ...common, target: Target, tenantId: Type.Optional(TenantId) },
-  { additionalProperties: false },
-);
-const PatchBody = Type.Partial(Type.Object({ ...common, target: Target }), { additionalProperties: false });
 
 const ScheduleSchema = Type.Object({
   id: Type.String(),
@@ -151,7 +89,7 @@ const OccurrenceSchema = Type.Object({
  * scheduler records that as specError and stops firing it, and the API still shows the schedule,
  * with the error instead of a compiled form, so it can be seen and edited.
  */
-function compileStored(row: ScheduleRow): CompiledSchedule | { error: string } {
+function compileStored(row: Schedule): CompiledSchedule | { error: string } {
   try {
     return compileRow(row);
   } catch (error) {
@@ -160,7 +98,7 @@ function compileStored(row: ScheduleRow): CompiledSchedule | { error: string } {
   }
 }
 
-function scheduleJson(row: ScheduleRow, now: Date) {
+function scheduleJson(row: Schedule, now: Date) {
   const stored = compileStored(row);
   const compiled = 'error' in stored ? null : stored;
   const times: string[] = [];
@@ -250,7 +188,7 @@ function latenessJson(b: LatenessBucket) {
   };
 }
 
-function occurrenceJson(o: OccurrenceRow) {
+function occurrenceJson(o: Occurrence) {
   return {
     fireAt: o.fireAt.toISOString(),
     state: o.state,
@@ -262,26 +200,6 @@ function occurrenceJson(o: OccurrenceRow) {
   };
 }
 
-type TargetIn = Static<typeof Target>;
-
-/** The client's target from the API's: a `url` becomes a push job on the push queue. */
-function targetIn(t: TargetIn, at: string): ScheduleInput['target'] {
-  if ((t.kind === undefined) === (t.url === undefined)) {
-    throw badRequest([
-      { field: `${at}.kind`, reason: 'give exactly one of kind (a handler) and url (a push target)' },
-    ]);
-  }
-  const push = t.url !== undefined;
-  return {
-    queue: t.queue ?? (push ? PUSH_QUEUE : 'default'),
-    kind: push ? PUSH_KIND : (t.kind ?? ''),
-    payload: push ? pushPayload(t.url ?? '', t.payload) : (t.payload ?? {}),
-    priority: t.priority,
-    maxAttempts: t.maxAttempts,
-    timeoutMs: t.timeoutMs,
-  };
-}
-
 /**
  * Maps the client's errors: a bad field is a 400 naming `body.<field>`, a missing schedule a 404, a
  * stale `expectedVersion` a 409 carrying the current version.
@@ -290,8 +208,11 @@ async function call<T>(fn: () => Promise<T>): Promise<T> {
   try {
     return await fn();
   } catch (error) {
-    if (error instanceof ScheduleInputError) {
-      throw badRequest([{ field: `body.${error.field}`, reason: error.reason }], { cause: error });
+    if (error instanceof ValidationError) {
+      throw badRequest(
+        error.fields.map((f) => ({ field: `body.${f.field}`, reason: f.reason })),
+        { cause: error },
+      );
     }
     if (error instanceof ScheduleNotFoundError) throw notFound('schedule');
     if (error instanceof ScheduleVersionConflictError) {
@@ -309,7 +230,7 @@ async function scheduleForCaller(
   schedules: ScheduleClient,
   request: FastifyRequest,
   id: string,
-): Promise<ScheduleRow> {
+): Promise<Schedule> {
   const row = await schedules.get(id);
   const tenant = tenantScope(request, undefined);
   if (row === null || (tenant !== undefined && row.tenantId !== tenant)) throw notFound(`schedule ${id}`);
@@ -328,27 +249,13 @@ export function scheduleRoutes(app: Api, deps: RouteDeps): void {
         operationId: 'createSchedule',
         summary: 'Register a schedule',
         tags: ['schedules'],
-        body: CreateBody,
+        body: ScheduleCreateSchema,
         response: withErrors({ 201: ScheduleSchema }),
       },
     },
     async (request, reply) => {
-      const b = request.body;
-      const tenant = tenantScope(request, b.tenantId) ?? 'default';
-      const input: ScheduleInput = {
-        tenantId: tenant,
-        name: b.name,
-        spec: b.spec,
-        timeZone: b.timeZone,
-        dstGap: b.dstGap,
-        dstOverlap: b.dstOverlap,
-        misfire: b.misfire,
-        overlap: b.overlap,
-        jitterMs: b.jitterMs,
-        paused: b.paused,
-        target: targetIn(b.target, 'body.target'),
-      };
-      const row = await call(() => schedules.create(input));
+      const tenantId = tenantScope(request, request.body.tenantId) ?? 'default';
+      const row = await call(() => schedules.create({ ...request.body, tenantId }));
       return await reply.status(201).send(scheduleJson(row, now()));
     },
   );
@@ -428,20 +335,14 @@ export function scheduleRoutes(app: Api, deps: RouteDeps): void {
           },
           { additionalProperties: false },
         ),
-        body: PatchBody,
+        body: SchedulePatchSchema,
         response: withErrors({ 200: ScheduleSchema, 409: Type.Ref('Error') }),
       },
     },
     async (request) => {
       const current = await scheduleForCaller(schedules, request, request.params.id);
-      const { target, ...rest } = request.body;
-      const patch: ScheduleUpdate = { ...rest };
-      if (target !== undefined) {
-        // A target edit replaces the whole target, so switching between a handler and a URL is clean.
-        patch.target = targetIn(target, 'body.target');
-      }
       const row = await call(() =>
-        schedules.update(current.id, patch, { expectedVersion: request.query.expectedVersion }),
+        schedules.update(current.id, request.body, { expectedVersion: request.query.expectedVersion }),
       );
       return scheduleJson(row, now());
     },
@@ -460,7 +361,7 @@ export function scheduleRoutes(app: Api, deps: RouteDeps): void {
     },
     async (request, reply) => {
       const current = await scheduleForCaller(schedules, request, request.params.id);
-      if (!(await schedules.delete(current.id))) throw notFound(`schedule ${current.id}`);
+      await call(() => schedules.delete(current.id));
       return await reply.status(204).send();
     },
   );

@@ -12,7 +12,8 @@ import { remoteClaim, remoteComplete, remoteFail, remoteHeartbeat } from '../../
 import type { Api } from '../app.ts';
 import { requireAdmin } from '../auth.ts';
 import { conflict } from '../errors.ts';
-import { JobId, QueueName, withErrors } from '../schemas.ts';
+import { JobId, QueueName } from '../../contract/fields.ts';
+import { withErrors } from '../schemas.ts';
 import type { RouteDeps } from '../server.ts';
 import { jobForCaller } from './jobs.ts';
 

@@ -2,62 +2,25 @@
  * Workflows over the workflow client: submit a DAG (validated whole before anything is written),
  * status with counts, nodes page by page, cancel, resume, and signals.
  */
-import { Type, type Static } from '@sinclair/typebox';
+import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
-import type { NodeSpec, WorkflowSpec } from '../../workflow/definition.ts';
+import type { WorkflowSpec } from '../../workflow/definition.ts';
 import { WorkflowValidationError } from '../../workflow/definition.ts';
-import {
-  WorkflowClient,
-  WorkflowNotFoundError,
-  WorkflowSignalUndeclaredError,
-} from '../../workflow/workflow-client.ts';
+import { WorkflowSubmitSchema } from '../../contract/workflow.ts';
+import { WorkflowClient, WorkflowSignalUndeclaredError } from '../../workflow/workflow-client.ts';
 import type { WorkflowStatus } from '../../workflow/status.ts';
 import { NodeState } from '../../store/workflow-nodes.ts';
 import { WorkflowState } from '../../store/workflows.ts';
 import { workflowNodeParents } from '../../store/workflow-graph.ts';
-import { PUSH_KIND, PUSH_QUEUE, pushPayload } from '../../push/target.ts';
 import type { Api } from '../app.ts';
 import { tenantScope } from '../auth.ts';
 import { ApiError, badRequest, conflict, notFound } from '../errors.ts';
-import { Name, PageLimit, PositiveInt4, TenantId, targetFields, withErrors } from '../schemas.ts';
+import { Name, PageLimit, TenantId } from '../../contract/fields.ts';
+import { withErrors } from '../schemas.ts';
 import type { RouteDeps } from '../server.ts';
 
 /** A 100,000-node workflow is ~10–20 MB of JSON; every other route keeps the 1 MiB default. */
 export const WORKFLOW_BODY_LIMIT = 64 * 1024 * 1024;
-
-const Node = Type.Object(
-  {
-    id: Name,
-    type: Type.Optional(Type.Union([Type.Literal('job'), Type.Literal('signal')])),
-    dependsOn: Type.Optional(Type.Array(Name, { maxItems: 100_000 })),
-    ...targetFields('Tidemark POSTs the node payload here'),
-    payload: Type.Optional(Type.Unknown()),
-    priority: Type.Optional(Type.Integer({ minimum: -1_000_000, maximum: 1_000_000 })),
-    retries: Type.Optional(Type.Integer({ minimum: 0, maximum: 100 })),
-    timeoutMs: Type.Optional(PositiveInt4('job deadline, or how long a signal node waits')),
-    signal: Type.Optional(Name),
-    onTimeout: Type.Optional(Type.Union([Type.Literal('fail'), Type.Literal('default')])),
-    default: Type.Optional(Type.Unknown()),
-  },
-  { additionalProperties: false },
-);
-
-const SubmitBody = Type.Object(
-  {
-    id: Type.Optional(
-      Type.String({
-        minLength: 1,
-        maxLength: 200,
-        description: 'submitting the same id and definition again is a no-op',
-      }),
-    ),
-    name: Type.Optional(Name),
-    tenantId: Type.Optional(TenantId),
-    failurePolicy: Type.Optional(Type.Union([Type.Literal('fail_fast'), Type.Literal('continue')])),
-    nodes: Type.Array(Node, { minItems: 1, maxItems: 100_000 }),
-  },
-  { additionalProperties: false },
-);
 
 const IdParams = Type.Object({ id: Name });
 
@@ -78,42 +41,6 @@ const NodeItem = Type.Object({
   startedAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
   finishedAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
 });
-
-function nodeSpec(n: Static<typeof Node>, i: number): NodeSpec {
-  if (n.url !== undefined && n.kind !== undefined) {
-    throw badRequest([
-      { field: `body.nodes.${i}.kind`, reason: 'give kind (a handler) or url (a push target), not both' },
-    ]);
-  }
-  if (n.type === 'signal' || n.signal !== undefined) {
-    return {
-      id: n.id,
-      type: 'signal',
-      signal: n.signal ?? '',
-      timeoutMs: n.timeoutMs,
-      onTimeout: n.onTimeout,
-      default: n.default,
-      dependsOn: n.dependsOn,
-    };
-  }
-  const push = n.url !== undefined;
-  return {
-    id: n.id,
-    type: 'job',
-    queue: n.queue ?? (push ? PUSH_QUEUE : undefined),
-    kind: push ? PUSH_KIND : (n.kind ?? ''),
-    payload: push ? pushPayload(n.url ?? '', n.payload) : n.payload,
-    priority: n.priority,
-    retries: n.retries,
-    timeoutMs: n.timeoutMs,
-    dependsOn: n.dependsOn,
-  };
-}
-
-/** `nodes[3].kind` (the validator's naming) → `body.nodes.3.kind` (the API's). */
-function bodyField(field: string): string {
-  return `body.${field.replace(/\[(\d+)\]/g, '.$1')}`;
-}
 
 const WorkflowSummarySchema = Type.Object({
   id: Type.String(),
@@ -149,14 +76,10 @@ export function workflowRoutes(app: Api, deps: RouteDeps): void {
 
   async function forCaller(request: FastifyRequest, id: string): Promise<WorkflowStatus> {
     const tenant = tenantScope(request, undefined);
-    try {
-      const status = await workflows.status(id);
-      if (tenant !== undefined && status.tenantId !== tenant) throw notFound(`workflow ${id}`);
-      return status;
-    } catch (error) {
-      if (error instanceof WorkflowNotFoundError) throw notFound(`workflow ${id}`);
-      throw error;
-    }
+    const status = await workflows.status(id);
+    if (status === null || (tenant !== undefined && status.tenantId !== tenant))
+      throw notFound(`workflow ${id}`);
+    return status;
   }
 
   app.post(
@@ -167,7 +90,7 @@ export function workflowRoutes(app: Api, deps: RouteDeps): void {
         operationId: 'submitWorkflow',
         summary: 'Submit a workflow (a DAG of job and signal nodes, up to 100,000)',
         tags: ['workflows'],
-        body: SubmitBody,
+        body: WorkflowSubmitSchema,
         response: withErrors({
           200: Type.Object({
             id: Type.String(),
@@ -187,24 +110,20 @@ export function workflowRoutes(app: Api, deps: RouteDeps): void {
     },
     async (request, reply) => {
       const b = request.body;
-      const spec: WorkflowSpec = {
-        id: b.id,
-        name: b.name,
-        tenantId: tenantScope(request, b.tenantId) ?? 'default',
-        failurePolicy: b.failurePolicy,
-        nodes: b.nodes.map(nodeSpec),
-      };
+      const tenantId = tenantScope(request, b.tenantId) ?? 'default';
       try {
-        const result = await workflows.submit(spec);
+        // The body passed this route's schema, the client's own (src/contract/workflow.ts), which
+        // the client checks again and whose nodes it turns into job and signal specs.
+        const result = await workflows.submit({ ...b, tenantId } as WorkflowSpec);
         return await reply.status(result.created ? 201 : 200).send(result);
       } catch (error) {
         if (error instanceof WorkflowValidationError) {
           // The id is global: one already taken (by this tenant with another definition, or by any
           // other tenant) is the same conflict either way, and names no one.
-          if (error.field === 'id')
+          if (error.fields[0]?.field === 'id')
             throw conflict(`workflow id ${b.id ?? ''} is already in use with another definition`);
           throw badRequest(
-            [{ field: bodyField(error.field), reason: error.message.slice(error.field.length + 2) }],
+            error.fields.map((f) => ({ field: `body.${f.field}`, reason: f.reason })),
             { cause: error },
           );
         }
@@ -259,7 +178,7 @@ export function workflowRoutes(app: Api, deps: RouteDeps): void {
       } catch (error) {
         if (error instanceof WorkflowValidationError) {
           throw badRequest(
-            [{ field: `query.${error.field}`, reason: error.message.slice(error.field.length + 2) }],
+            error.fields.map((f) => ({ field: `query.${f.field}`, reason: f.reason })),
             { cause: error },
           );
         }
@@ -336,15 +255,15 @@ export function workflowRoutes(app: Api, deps: RouteDeps): void {
           type: n.type,
           state: n.state,
           dependsOn: parents.get(n.key) ?? [],
-          pendingDeps: n.pending_deps,
-          jobId: n.job_id,
-          jobState: n.job_state,
+          pendingDeps: n.pendingDeps,
+          jobId: n.jobId,
+          jobState: n.jobState,
           attempt: n.attempt,
           runs: n.runs,
           error: n.error,
-          releasedAt: n.released_at?.toISOString() ?? null,
-          startedAt: n.started_at?.toISOString() ?? null,
-          finishedAt: n.finished_at?.toISOString() ?? null,
+          releasedAt: n.releasedAt?.toISOString() ?? null,
+          startedAt: n.startedAt?.toISOString() ?? null,
+          finishedAt: n.finishedAt?.toISOString() ?? null,
         })),
       };
     },

@@ -6,7 +6,7 @@
  */
 import { Value } from '@sinclair/typebox/value';
 import type { TSchema } from '@sinclair/typebox';
-import { Name, PositiveInt4, TenantId } from '../../api/schemas.ts';
+import { Name, PositiveInt4, TenantId } from '../../contract/fields.ts';
 import { tokenMint } from '../../api/tokens.ts';
 import { createPool, type Pool } from '../../store/pool.ts';
 import { tenantExists, tenantList, tenantUpsert } from '../../store/tenants.ts';

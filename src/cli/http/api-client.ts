@@ -2,6 +2,7 @@
  * The CLI's view of the HTTP API: `--url`/`TIDEMARK_URL`, `--token`/`TIDEMARK_TOKEN`, JSON in and
  * out, and errors that carry the API's own message (printed as is, exit code 1).
  */
+import { parseCanonicalInteger } from '../../input.ts';
 import { UsageError } from '../usage-error.ts';
 
 export const DEFAULT_URL = 'http://127.0.0.1:8787';
@@ -89,10 +90,15 @@ export function parseJsonOption(name: string, value: string | undefined): unknow
   }
 }
 
+/**
+ * An integer flag, read as the API reads one in a query string (canonical decimal only); its range
+ * is left to the API, so a flag and a body field out of range get the same message.
+ */
 export function parseIntOption(name: string, value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
-  const n = Number(value);
-  if (!Number.isSafeInteger(n)) throw new UsageError(`--${name}: ${value} is not an integer`);
+  const n = parseCanonicalInteger(value);
+  if (n === undefined || !Number.isSafeInteger(n))
+    throw new UsageError(`--${name}: ${value} is not an integer`);
   return n;
 }
 

@@ -1,7 +1,7 @@
 /** `tidemark job add|ls|show|cancel|retry` over the HTTP API. */
 import { readFile } from 'node:fs/promises';
 import { UsageError } from '../usage-error.ts';
-import { parseIntOption, parseJsonOption, progress, requireArg } from './api-client.ts';
+import { parseIntOption, parseJsonOption, progress, requireArg, type ApiClient } from './api-client.ts';
 import { block, print, table } from './output.ts';
 import { str, subcommands } from './subcommands.ts';
 
@@ -65,10 +65,16 @@ function showJob(j: Job): string {
   );
 }
 
+async function enqueueOne(api: ApiClient, job: unknown, json: boolean): Promise<number> {
+  const r = await api.call<Enqueued>('POST', '/v1/jobs', job);
+  print(json, r, () => `${r.created ? 'enqueued' : 'already enqueued'}: job ${r.id}\n`);
+  return 0;
+}
+
 export const command = subcommands('job', 'enqueue and manage jobs through the HTTP API', {
   add: {
     usage:
-      'add (--queue Q --kind K | --target-url URL) [--payload JSON] [--key K] [--run-at ISO] [--tenant T] | add --file jobs.json',
+      'add (--queue Q --kind K | --target-url URL) [--payload JSON] [--key K] [--run-at ISO] [--priority N] [--max-attempts N] [--tenant T] | add --file job.json (one job, or an array of jobs)',
     options: {
       queue: { type: 'string' },
       kind: { type: 'string' },
@@ -76,6 +82,8 @@ export const command = subcommands('job', 'enqueue and manage jobs through the H
       payload: { type: 'string' },
       key: { type: 'string' },
       'run-at': { type: 'string' },
+      priority: { type: 'string' },
+      'max-attempts': { type: 'string' },
       tenant: { type: 'string' },
       file: { type: 'string' },
     },
@@ -89,14 +97,18 @@ export const command = subcommands('job', 'enqueue and manage jobs through the H
           payload: parseJsonOption('payload', str(v, 'payload')),
           idempotencyKey: str(v, 'key'),
           runAt: str(v, 'run-at'),
+          priority: parseIntOption('priority', str(v, 'priority')),
+          maxAttempts: parseIntOption('max-attempts', str(v, 'max-attempts')),
           tenantId: str(v, 'tenant'),
         };
-        const r = await api.call<Enqueued>('POST', '/v1/jobs', job);
-        print(v.json === true, r, () => `${r.created ? 'enqueued' : 'already enqueued'}: job ${r.id}\n`);
-        return 0;
+        return enqueueOne(api, job, v.json === true);
       }
-      const jobs = JSON.parse(await readFile(file, 'utf8')) as unknown;
-      if (!Array.isArray(jobs)) throw new UsageError(`--file: ${file} must hold a JSON array of jobs`);
+      const jobs = parseJsonOption('file', await readFile(file, 'utf8'));
+      // One job is sent as the body itself, so the API's errors name its fields as `body.<field>`.
+      if (typeof jobs === 'object' && jobs !== null && !Array.isArray(jobs))
+        return enqueueOne(api, jobs, v.json === true);
+      if (!Array.isArray(jobs))
+        throw new UsageError(`--file: ${file} must hold a JSON object (one job) or an array of jobs`);
       const results: Enqueued[] = [];
       for (let i = 0; i < jobs.length; i += CHUNK) {
         const r = await api.call<{ items: Enqueued[] }>('POST', '/v1/jobs', {

@@ -1,4 +1,5 @@
 /** `tidemark schedule add|ls|show|pause|resume|trigger|rm|history` over the HTTP API. */
+import { readFile } from 'node:fs/promises';
 import { UsageError } from '../usage-error.ts';
 import { parseIntOption, parseJsonOption, requireArg, type ApiClient } from './api-client.ts';
 import { block, print, table } from './output.ts';
@@ -50,7 +51,7 @@ const action = (verb: 'pause' | 'resume'): Sub => ({
 export const command = subcommands('schedule', 'manage schedules through the HTTP API', {
   add: {
     usage:
-      'add --name N --spec SPEC (--target-url URL | --queue Q --kind K) [--payload JSON] [--tz ZONE] [--tenant T] [--paused]',
+      'add --name N --spec SPEC (--target-url URL | --queue Q --kind K) [--payload JSON] [--priority N] [--max-attempts N] [--tz ZONE] [--tenant T] [--paused] | add --file schedule.json',
     options: {
       name: { type: 'string' },
       spec: { type: 'string' },
@@ -58,11 +59,24 @@ export const command = subcommands('schedule', 'manage schedules through the HTT
       queue: { type: 'string' },
       kind: { type: 'string' },
       payload: { type: 'string' },
+      priority: { type: 'string' },
+      'max-attempts': { type: 'string' },
       tz: { type: 'string' },
       tenant: { type: 'string' },
       paused: { type: 'boolean' },
+      file: { type: 'string' },
     },
     async run(api, _args, v) {
+      const file = str(v, 'file');
+      if (file !== undefined) {
+        const s = await api.call<Schedule>(
+          'POST',
+          '/v1/schedules',
+          parseJsonOption('file', await readFile(file, 'utf8')),
+        );
+        print(v.json === true, s, () => show(s));
+        return 0;
+      }
       const name = str(v, 'name');
       const spec = str(v, 'spec');
       if (name === undefined || spec === undefined) throw new UsageError('--name and --spec are required');
@@ -78,6 +92,8 @@ export const command = subcommands('schedule', 'manage schedules through the HTT
           queue: str(v, 'queue'),
           kind: str(v, 'kind'),
           payload: parseJsonOption('payload', str(v, 'payload')),
+          priority: parseIntOption('priority', str(v, 'priority')),
+          maxAttempts: parseIntOption('max-attempts', str(v, 'max-attempts')),
         },
       };
       const s = await api.call<Schedule>('POST', '/v1/schedules', body);
