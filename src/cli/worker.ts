@@ -8,8 +8,9 @@ import { parseArgs } from 'node:util';
 import { createLogger } from '../log.ts';
 import { schemaCheck } from '../store/migrate.ts';
 import { createPool, type Pool } from '../store/pool.ts';
-import { queueUpsert } from '../store/queues.ts';
 import { applyQueueFlags, ConfigError, parseConfigFile, type WorkerConfig } from '../worker/config.ts';
+import { queueSettingsApply } from '../worker/queue-client.ts';
+import { QueueInputError } from '../worker/queue-settings.ts';
 import { Worker } from '../worker/worker.ts';
 import { requireDatabaseUrl } from './database-url.ts';
 import { handlersLoad } from './handlers-module.ts';
@@ -47,6 +48,7 @@ export const workerFlags = {
   batch: { type: 'string' },
   id: { type: 'string' },
   'no-maintenance': { type: 'boolean' },
+  'registry-heartbeat-ms': { type: 'string' },
 } as const;
 
 export type WorkerFlagValues = {
@@ -60,6 +62,7 @@ export type WorkerFlagValues = {
   batch?: string;
   id?: string;
   'no-maintenance'?: boolean;
+  'registry-heartbeat-ms'?: string;
 };
 
 function intFlag(value: string | undefined, name: string, min: number): number | undefined {
@@ -101,9 +104,6 @@ export async function startWorkerRole(
   }
   await schemaCheck(pool);
   const handlers = await handlersLoad(values.handlers);
-  for (const q of config.queues) {
-    if (Object.keys(q.settings).length > 0) await queueUpsert(pool, q.name, q.settings);
-  }
   const worker = new Worker({
     pool,
     connectionString: url,
@@ -121,7 +121,19 @@ export async function startWorkerRole(
     shutdownGraceMs: intFlag(values['shutdown-grace-ms'], 'shutdown-grace-ms', 0) ?? config.shutdownGraceMs,
     batchSize: intFlag(values.batch, 'batch', 1) ?? config.batchSize,
     maintenance: values['no-maintenance'] !== true,
+    registryHeartbeatMs:
+      intFlag(values['registry-heartbeat-ms'], 'registry-heartbeat-ms', 1) ?? config.registryHeartbeatMs,
   });
+  for (const q of config.queues) {
+    if (Object.keys(q.settings).length === 0) continue;
+    try {
+      await queueSettingsApply(pool, q.name, q.settings, `worker ${worker.id}`);
+    } catch (error) {
+      if (!(error instanceof QueueInputError)) throw error;
+      const field = error.field.replace(/^settings\./, '');
+      throw new UsageError(`config.queues.${q.name}.${field}: ${error.reason}`, { cause: error });
+    }
+  }
   await worker.start();
   return { worker, stop: () => worker.stop() };
 }
