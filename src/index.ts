@@ -64,6 +64,7 @@ export type { WorkflowListOptions, WorkflowPage, WorkflowSummary } from './workf
 export { SignalTimer } from './workflow/signal-timer.ts';
 export { signalTimeoutsFire } from './store/workflow-signal-timeouts.ts';
 export { createApiServer, type ApiServer, type ApiServerOptions } from './api/server.ts';
+export { serveMetrics, type MetricsServer, type MetricsServerOptions } from './api/metrics-server.ts';
 export {
   exportMaintenanceMetrics,
   exportSchedulerMetrics,
