@@ -26,6 +26,7 @@ import { workflowSearch } from '../src/store/workflow-search.ts';
 import { JobClient } from '../src/worker/job-client.ts';
 import { Worker } from '../src/worker/worker.ts';
 import { benchDatabase, type BenchDatabase } from './db.ts';
+import { LATENCY_JOBS, LATENCY_RATE, latencyMeasure } from './latency.ts';
 import { median, percentile, type Bench, type BenchRow } from './table.ts';
 
 const N = Number(process.env.BENCH_HISTORY_JOBS ?? 10_000_000);
@@ -34,9 +35,6 @@ const TRIALS = Number(process.env.BENCH_HISTORY_TRIALS ?? 3);
 const ONLY = new Set((process.env.BENCH_HISTORY_ONLY ?? 'drain,latency,burst,queries').split(','));
 const DRAIN = 50_000;
 const BURST = 5_000;
-const LATENCY_JOBS = 1_000;
-const LATENCY_RATE = 200;
-const LATENCY_WARMUP = 50;
 const QUERY_RUNS = 20;
 /** Rows per loading statement: each is one transaction, and progress is printed after each. */
 const LOAD_CHUNK = 500_000;
@@ -190,46 +188,10 @@ async function drain(db: BenchDatabase, jobs: JobClient, pruning: Pruned | null)
 
 async function latency(db: BenchDatabase, jobs: JobClient, pruning: Pruned | null) {
   await fresh(db, 'latency');
-  const sentAt = new Map<number, number>();
-  const startedAt = new Map<number, number>();
-  const worker = new Worker({
-    pool: db.pool,
-    connectionString: db.url,
-    handlers: {
-      ping: (ctx) => {
-        startedAt.set(ctx.jobId, performance.now());
-        return Promise.resolve();
-      },
-    },
-    queues: [{ name: 'latency', concurrency: 50 }],
-    log: createLogger('bench-worker'),
-  });
-  await worker.start();
-  const interval = 1000 / LATENCY_RATE;
-  for (let i = 0; i < LATENCY_WARMUP; i++) {
-    await jobs.enqueue({ queue: 'latency', kind: 'ping', payload: { warmup: true } });
-    await new Promise((r) => setTimeout(r, interval));
-  }
-  while (startedAt.size < LATENCY_WARMUP) await new Promise((r) => setTimeout(r, 10));
-  startedAt.clear();
-  const measure = async (): Promise<number[]> => {
-    const t0 = performance.now();
-    for (let i = 0; i < LATENCY_JOBS; i++) {
-      const wait = t0 + i * interval - performance.now();
-      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-      const sent = performance.now();
-      const { id } = await jobs.enqueue({ queue: 'latency', kind: 'ping' });
-      sentAt.set(id, sent);
-    }
-    while (startedAt.size < LATENCY_JOBS) await new Promise((r) => setTimeout(r, 10));
-    return [...sentAt].map(([id, sent]) => (startedAt.get(id) ?? Number.NaN) - sent);
-  };
-  try {
-    const lat = pruning === null ? await measure() : await withPruning(db, pruning, measure);
-    return { p50: median(lat), p99: percentile(lat, 99) };
-  } finally {
-    await worker.stop();
-  }
+  const lat = await latencyMeasure(db, jobs, (measure) =>
+    pruning === null ? measure() : withPruning(db, pruning, measure),
+  );
+  return { p50: median(lat), p99: percentile(lat, 99) };
 }
 
 /** 5,000 one-off schedules due at one instant: fire time → the last occurrence written (ms). */

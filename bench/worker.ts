@@ -10,6 +10,7 @@ import { createLogger } from '../src/log.ts';
 import { JobClient } from '../src/worker/job-client.ts';
 import { Worker } from '../src/worker/worker.ts';
 import { benchDatabase, type BenchDatabase } from './db.ts';
+import { LATENCY_JOBS, LATENCY_RATE, LATENCY_WARMUP, latencyMeasure } from './latency.ts';
 import { pgbenchTps } from './pgbench.ts';
 import { median, percentile, type Bench, type BenchRow } from './table.ts';
 
@@ -34,13 +35,6 @@ const DRAINS = [
   { concurrency: 10, target: '≥ 6,400 jobs/s (graphile c10batch)' },
   { concurrency: 24, target: '≥ 25,600 jobs/s (graphile c24perf)' },
 ];
-const LATENCY_JOBS = 1_000;
-const LATENCY_RATE = 200;
-/**
- * Jobs sent through the running worker before the latency measurement starts: the first claims of a
- * new process plan and prepare their statements on fresh connections (40-90 ms for the first jobs).
- */
-const LATENCY_WARMUP = 50;
 
 function ratio(perSecond: number, p: number): string {
   return `${(perSecond / p).toFixed(2)} P`;
@@ -132,43 +126,6 @@ async function drain(
   return { perSecond: DRAIN / seconds, kept: succeeded === DRAIN && attempts === DRAIN };
 }
 
-async function latency(db: BenchDatabase, jobs: JobClient): Promise<number[]> {
-  const sentAt = new Map<number, number>();
-  const startedAt = new Map<number, number>();
-  const worker = new Worker({
-    pool: db.pool,
-    connectionString: db.url,
-    handlers: {
-      ping: (ctx) => {
-        startedAt.set(ctx.jobId, performance.now());
-        return Promise.resolve();
-      },
-    },
-    queues: [{ name: 'latency', concurrency: 50 }],
-    log: createLogger('bench-worker'),
-  });
-  await worker.start();
-  const interval = 1000 / LATENCY_RATE;
-  for (let i = 0; i < LATENCY_WARMUP; i++) {
-    await jobs.enqueue({ queue: 'latency', kind: 'ping', payload: { warmup: true } });
-    await new Promise((r) => setTimeout(r, interval));
-  }
-  while (startedAt.size < LATENCY_WARMUP) await new Promise((r) => setTimeout(r, 10));
-  startedAt.clear();
-  const t0 = performance.now();
-  for (let i = 0; i < LATENCY_JOBS; i++) {
-    const due = t0 + i * interval;
-    const wait = due - performance.now();
-    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-    const sent = performance.now();
-    const { id } = await jobs.enqueue({ queue: 'latency', kind: 'ping' });
-    sentAt.set(id, sent);
-  }
-  while (startedAt.size < LATENCY_JOBS) await new Promise((r) => setTimeout(r, 10));
-  await worker.stop();
-  return [...sentAt].map(([id, sent]) => (startedAt.get(id) ?? Number.NaN) - sent);
-}
-
 export const bench: Bench = async () => {
   const db = await benchDatabase();
   try {
@@ -230,7 +187,7 @@ export const bench: Bench = async () => {
     const p99s: number[] = [];
     for (let i = 0; i < TRIALS; i++) {
       await fresh(db, 'latency');
-      const lat = await latency(db, jobs);
+      const lat = await latencyMeasure(db, jobs);
       p50s.push(median(lat));
       p99s.push(percentile(lat, 99));
     }

@@ -22,6 +22,7 @@ export {
   JobValidationError,
   LeaseLostError,
   NonRetryableError,
+  RetryAfterError,
   WorkerShutdownError,
 } from './worker/errors.ts';
 export { effectOnce } from './worker/once.ts';
@@ -84,5 +85,5 @@ export {
   type RetentionDuration,
   type RetentionOverride,
 } from './maintenance/retention-config.ts';
-export { PushExecutor, type PushExecutorOptions } from './push/executor.ts';
-export { PUSH_KIND, PUSH_QUEUE } from './push/target.ts';
+export { pushHandlers, type PushOptions } from './push/handler.ts';
+export { PUSH_KIND, PUSH_QUEUE, pushTarget } from './push/target.ts';

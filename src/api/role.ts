@@ -8,7 +8,6 @@ import type { Clock } from '../clock.ts';
 import type { Logger } from '../log.ts';
 import type { Pool } from '../store/pool.ts';
 import { tokenCountActiveAdmins, tokenFindActiveByHash } from '../store/tokens.ts';
-import { PushExecutor } from '../push/executor.ts';
 import { dashboardWarm } from '../dashboard/serve.ts';
 import { createApiServer } from './server.ts';
 import { tokenHash, tokenMint } from './tokens.ts';
@@ -75,7 +74,7 @@ export async function devAdminToken(
   return { token, created: true };
 }
 
-/** Starts the API and the push executor for `tidemark dev`; prints the API's URL and admin token. */
+/** Starts the API for `tidemark dev`; prints the API's URL and admin token. */
 export async function startDevApi(options: {
   pool: Pool;
   dataDir: string;
@@ -94,24 +93,13 @@ export async function startDevApi(options: {
     (error: unknown) =>
       options.logger.error({ err: error }, 'dashboard assets failed to load; retried on first load'),
   );
-  // URL-targeted jobs (the quick start's webhook schedule) need the push executor running too.
-  const push = new PushExecutor({ pool: options.pool, log: options.logger });
-  push.start();
-  const role: ApiRole = {
-    name: 'api',
-    url: api.url,
-    async stop() {
-      await push.stop();
-      await api.stop();
-    },
-  };
   const admin = await devAdminToken(options.pool, options.dataDir);
   const tokenLine =
     admin === undefined
       ? '# this database already has admin tokens, none saved in the data folder: ask their owner\n'
       : `TIDEMARK_TOKEN=${admin.token}${admin.created ? '   (new admin token, saved in the data folder)' : ''}\n`;
-  process.stdout.write(`TIDEMARK_URL=${role.url}\n${tokenLine}`);
-  return role;
+  process.stdout.write(`TIDEMARK_URL=${api.url}\n${tokenLine}`);
+  return api;
 }
 
 export const DEV_API_PORT = 8787;

@@ -9,6 +9,7 @@ import { migrate } from '../store/migrate.ts';
 import { createPool, type Pool } from '../store/pool.ts';
 import { createLogger, type Logger } from '../log.ts';
 import type { Command } from './main.ts';
+import { PUSH_QUEUE } from '../push/target.ts';
 import { UsageError } from './usage-error.ts';
 
 const HELP = `usage: tidemark dev [--data-dir DIR] [--port N] [--handlers MODULE [--queue NAME[:N]]...] [--retention FILE]
@@ -49,6 +50,14 @@ export const command: Command = {
     const port = values.port === undefined ? undefined : Number(values.port);
     if (port !== undefined && !(Number.isInteger(port) && port > 0 && port < 65536)) {
       throw new UsageError(`--port: ${values.port} is not a port number (1-65535)`);
+    }
+    // A second worker on the push queue, without the push handler, would dead-letter the push jobs
+    // it claimed.
+    const pushQueue = values.queue?.find((q) => q.split(':')[0] === PUSH_QUEUE);
+    if (pushQueue !== undefined) {
+      throw new UsageError(
+        `--queue ${pushQueue}: '${PUSH_QUEUE}' is the push queue, run by dev's own push worker; put handlers on another queue`,
+      );
     }
     const log = createLogger('dev');
 
@@ -123,6 +132,18 @@ async function startRoles(roles: Role[], options: RoleOptions): Promise<void> {
   roles.push(
     await (await import('../api/role.ts')).startDevApi({ pool, dataDir: options.dataDir, logger: log }),
   );
+  // URL-targeted jobs (the quick start's webhook schedule): the push preset, a worker of its own.
+  // Its maintenance also applies workflow signal timeouts, so dev needs no timer for those.
+  const { startPushWorker } = await import('./push.ts');
+  const push = await startPushWorker({}, pool, url, log.child({ role: 'push' }));
+  const withdrawPush = exportWorkerMetrics(push);
+  roles.push({
+    name: 'push',
+    stop: async () => {
+      withdrawPush();
+      await push.stop();
+    },
+  });
   if (options.handlers !== undefined) {
     const { startWorkerRole } = await import('./worker.ts');
     const role = await startWorkerRole({ handlers: options.handlers, queue: options.queue }, pool, url);
@@ -134,12 +155,6 @@ async function startRoles(roles: Role[], options: RoleOptions): Promise<void> {
         await role.stop();
       },
     });
-  } else {
-    // A worker runs the signal-node timeouts itself; without one, dev runs them on its own.
-    const { SignalTimer } = await import('../workflow/signal-timer.ts');
-    const signalTimer = new SignalTimer({ pool, log });
-    signalTimer.start();
-    roles.push(signalTimer);
   }
   // No supervisor in dev: a lost lease ends that term and a fresh instance contends as a standby.
   const { RestartingScheduler } = await import('../scheduler/restarting.ts');

@@ -11,15 +11,29 @@ export class HostLimiter {
     this.#perHost = perHost;
   }
 
-  /** Resolves with a release function once the host has a free slot. */
-  async acquire(host: string): Promise<() => void> {
+  /**
+   * Resolves with a release function once the host has a free slot; rejects with the signal's reason
+   * if it fires first (a cancelled or timed-out job stops waiting and takes no slot).
+   */
+  async acquire(host: string, signal: AbortSignal): Promise<() => void> {
+    signal.throwIfAborted();
     const active = this.#active.get(host) ?? 0;
     if (active < this.#perHost) {
       this.#active.set(host, active + 1);
     } else {
-      await new Promise<void>((resolve) => {
+      await new Promise<void>((resolve, reject) => {
         const queue = this.#waiting.get(host) ?? [];
-        queue.push(resolve);
+        const granted = (): void => {
+          signal.removeEventListener('abort', aborted);
+          resolve();
+        };
+        const aborted = (): void => {
+          const i = queue.indexOf(granted);
+          if (i >= 0) queue.splice(i, 1);
+          reject(signal.reason as Error);
+        };
+        signal.addEventListener('abort', aborted, { once: true });
+        queue.push(granted);
         this.#waiting.set(host, queue);
       });
     }

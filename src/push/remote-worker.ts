@@ -1,26 +1,23 @@
 /**
  * Claim, heartbeat, complete and fail for workers that are not the TypeScript `Worker` class: the
- * HTTP pull API (workers in any language) and the push executor. They use the same store statements
- * as that class, with the same ownership rule: every write names (owner, attempt) and changes
- * nothing once the attempt is no longer that owner's (lease expired and reaped, cancelled, finished).
- * Completion and failure run in a transaction of their own, which the store's statements extend with
- * the workflow step (children released, or the node failed), so the two commit together.
+ * HTTP pull API serves them per request (workers in any language). They use the same store
+ * statements as that class, with the same ownership rule: every write names (owner, attempt) and
+ * changes nothing once the attempt is no longer that owner's (lease expired and reaped, cancelled,
+ * finished). Completion and failure run in a transaction of their own, which the store's statements
+ * extend with the workflow step (children released, or the node failed), so the two commit together.
  */
 import {
-  jobClaimBatch,
   jobClaimLimitsGet,
-  jobClaimLock,
   jobCompleteMany,
   jobFailMany,
-  jobGet,
   jobHeartbeat,
   type AttemptRef,
   type JobClaimed,
   type JobFailed,
   type LeaseRenewed,
 } from '../store/jobs.ts';
-import { jobRunAtDefer } from '../store/job-push.ts';
-import { withTransaction, type Pool, type Queryable } from '../store/pool.ts';
+import { withTransaction, type Pool } from '../store/pool.ts';
+import { queueClaim } from '../worker/claim.ts';
 import { nextTenantCursor } from '../worker/worker.ts';
 
 export interface ClaimRequest {
@@ -61,14 +58,10 @@ export async function remoteClaim(pool: Pool, request: ClaimRequest): Promise<Cl
       tenantCursor: cursor,
       poll: request.poll,
     };
-    const quotas = limits.tenantQuotas;
-    const claimed =
-      limits.limitedQueues.has(queue) || quotas
-        ? await withTransaction(pool, async (tx) => {
-            await jobClaimLock(tx, queue, quotas);
-            return jobClaimBatch(tx, { ...params, limited: true });
-          })
-        : await jobClaimBatch(pool, { ...params, limited: false });
+    const claimed = await queueClaim(pool, params, {
+      limited: limits.limitedQueues.has(queue),
+      tenantQuotas: limits.tenantQuotas,
+    });
     cursors[queue] = nextTenantCursor(cursor, claimed);
     jobs.push(...claimed);
   }
@@ -87,8 +80,6 @@ export interface RemoteFailure {
   error: string;
   retryable: boolean;
   outcome?: 'failed' | 'timed_out';
-  /** A retry no sooner than this (the target's Retry-After), when the backoff chose sooner. */
-  retryAfterMs?: number | null;
 }
 
 /** The job's new state (failed awaiting retry, dead, cancelled), or undefined if no longer owned. */
@@ -102,10 +93,6 @@ export async function remoteFail(
     const [failed] = await jobFailMany(tx, owner, [
       { ...ref, outcome: f.outcome ?? 'failed', error: f.error, retryable: f.retryable },
     ]);
-    if (failed?.state === 'failed' && f.retryAfterMs != null) {
-      await jobRunAtDefer(tx, ref.id, ref.attempt, f.retryAfterMs);
-      return (await jobFailedGet(tx, ref.id)) ?? failed;
-    }
     return failed;
   });
 }
@@ -119,9 +106,4 @@ export function remoteHeartbeat(
   progress: unknown,
 ): Promise<LeaseRenewed | undefined> {
   return jobHeartbeat(pool, owner, ref, leaseMs, progress);
-}
-
-async function jobFailedGet(db: Queryable, id: number): Promise<JobFailed | undefined> {
-  const row = await jobGet(db, id);
-  return row === undefined ? undefined : { id: row.id, state: row.state, runAt: row.runAt };
 }

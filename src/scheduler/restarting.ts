@@ -6,11 +6,12 @@
  * state, index and control connection are gone, and a new holder makes the new term's epoch fence
  * distinct from the old one's.
  */
+import { createLogger, type Logger } from '../log.ts';
 import { Scheduler, type SchedulerOptions } from './scheduler.ts';
 import type { SchedulerMetricsSnapshot } from './metrics.ts';
 
 export class RestartingScheduler {
-  readonly #options: SchedulerOptions;
+  readonly #options: SchedulerOptions & { log: Logger };
   #current: Scheduler;
   #stopped = false;
   #restarts = 0;
@@ -19,7 +20,7 @@ export class RestartingScheduler {
   readonly metrics = { snapshot: (): SchedulerMetricsSnapshot => this.#current.metrics.snapshot() };
 
   constructor(options: Omit<SchedulerOptions, 'holder'>) {
-    this.#options = options;
+    this.#options = { ...options, log: options.log ?? createLogger('scheduler') };
     this.#current = this.#create();
   }
 

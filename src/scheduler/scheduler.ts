@@ -20,7 +20,7 @@ import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../clock.ts';
 import { systemClock } from '../clock.ts';
-import type { Logger } from '../log.ts';
+import { createLogger, type Logger } from '../log.ts';
 import { Channel, listen, unlistenAll } from '../store/channels.ts';
 import { dbClockNow, leaseAcquire, leaseRelease, leaseRenew } from '../store/leases.ts';
 import {
@@ -57,7 +57,8 @@ import { WheelDueIndex } from './wheel-index.ts';
 
 export interface SchedulerOptions {
   pool: Pool;
-  log: Logger;
+  /** Default: pino to stderr, at TIDEMARK_LOG_LEVEL (info), as the Worker's. */
+  log?: Logger;
   clock?: Clock;
   /** Names this process in the lease; default host:pid:random. */
   holder?: string;
@@ -175,7 +176,7 @@ export class Scheduler {
 
   constructor(options: SchedulerOptions) {
     this.#pool = options.pool;
-    this.#log = options.log;
+    this.#log = options.log ?? createLogger('scheduler');
     this.#clock = options.clock ?? systemClock;
     this.holder = options.holder ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
     this.#leaseName = options.leaseName ?? SCHEDULER_DEFAULTS.leaseName;

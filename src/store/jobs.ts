@@ -102,6 +102,18 @@ export interface JobClaimed {
   startLagMs: number;
 }
 
+/**
+ * What a completing worker may take of the jobs its completion releases (workflowNodeChildrenRelease):
+ * up to `room[queue]` per queue, leased to `owner` for `leaseMs`. The taken jobs are appended to
+ * `taken` and `room` counts down, across every release of the transaction.
+ */
+export interface ReleaseTake {
+  owner: string;
+  leaseMs: number;
+  room: Record<string, number>;
+  taken: JobClaimed[];
+}
+
 export interface JobClaimParams {
   queue: string;
   limit: number;
@@ -348,10 +360,11 @@ export async function jobCompleteMany(
   db: Queryable,
   owner: string,
   refs: readonly AttemptRef[],
+  take?: ReleaseTake,
 ): Promise<number[]> {
   const ids = await markSucceeded(db, owner, refs, false);
   // Workflow nodes among these jobs release their children in this same transaction.
-  await workflowJobsSucceeded(db, ids);
+  await workflowJobsSucceeded(db, ids, take);
   return ids;
 }
 
@@ -405,6 +418,8 @@ export interface AttemptFailure extends AttemptRef {
   error: string;
   /** false: dead at once (a non-retryable error), whatever attempts remain. */
   retryable: boolean;
+  /** The retry waits at least this long, when the backoff chose sooner (RetryAfterError). */
+  retryAfterMs?: number;
 }
 
 export interface JobFailed {
@@ -416,7 +431,8 @@ export interface JobFailed {
 /**
  * Records failed attempts. Each job goes to `cancelled` (cancel requested or the attempt was
  * cancelled), `dead` (non-retryable or attempts exhausted) or `failed` with run_at pushed out by the
- * backoff (job override, else queue, else 1 s base and 1 h cap).
+ * backoff (job override, else queue, else 1 s base and 1 h cap), or by the attempt's retryAfterMs
+ * when that is longer.
  */
 export async function jobFailMany(
   db: Queryable,
@@ -437,9 +453,10 @@ export async function jobFailMany(
                CASE WHEN ($3::text[])[m.i] = 'cancelled' OR j.cancel_requested_at IS NOT NULL THEN 'cancelled'
                     WHEN NOT ($5::boolean[])[m.i] OR j.attempt >= j.max_attempts THEN 'dead'
                     ELSE 'failed' END AS state,
-               now() + make_interval(secs => tidemark_backoff_ms(j.attempt,
+               now() + make_interval(secs => greatest(tidemark_backoff_ms(j.attempt,
                  coalesce(j.backoff_base_ms, q.backoff_base_ms, 1000),
-                 coalesce(j.backoff_max_ms, q.backoff_max_ms, 3600000)) / 1000.0) AS retry_at
+                 coalesce(j.backoff_max_ms, q.backoff_max_ms, 3600000)), ($7::float8[])[m.i]) / 1000.0)
+                 AS retry_at
         FROM mine m JOIN jobs j ON j.id = m.id LEFT JOIN queues q ON q.name = j.queue
       ),
       done AS (
@@ -461,6 +478,7 @@ export async function jobFailMany(
       batch.map((f) => f.error),
       batch.map((f) => f.retryable),
       owner,
+      arrayLiteral(batch.map((f) => f.retryAfterMs ?? 'NULL')),
     ],
   });
   // Workflow nodes whose job will not run again fail under their workflow's policy, in this same
@@ -478,25 +496,15 @@ export async function jobReleaseMany(
   owner: string,
   refs: readonly AttemptRef[],
 ): Promise<number[]> {
-  if (refs.length === 0) return [];
-  const batch = sortedById(refs);
-  const result = await db.query<{ id: number }>(
-    `WITH done AS (
-        UPDATE jobs j SET state = 'available', run_at = now(), lease_owner = NULL, lease_expires_at = NULL,
-               max_attempts = j.max_attempts + 1
-        WHERE ${ownedAttempt('$3')}
-        RETURNING j.id, j.attempt, j.started_at, j.queue
-      ),
-      history AS (
+  return jobsHandBack(db, owner, refs, {
+    set: 'run_at = now(), max_attempts = j.max_attempts + 1',
+    where: '',
+    after: `history AS (
         INSERT INTO job_attempts (job_id, attempt, worker, started_at, finished_at, outcome, error)
         SELECT id, attempt, $3, started_at, now(), 'released', 'worker shut down before the handler finished'
         FROM done
-      ),
-      wake AS (SELECT pg_notify('tidemark_jobs', queue) FROM (SELECT DISTINCT queue FROM done) d)
-      SELECT id FROM done WHERE (SELECT count(*) FROM wake) >= 0`,
-    [arrayLiteral(batch.map((r) => r.id)), arrayLiteral(batch.map((r) => r.attempt)), owner],
-  );
-  return result.rows.map((r) => r.id);
+      ),`,
+  });
 }
 
 /**
@@ -511,15 +519,32 @@ export async function jobUnclaimMany(
   owner: string,
   refs: readonly AttemptRef[],
 ): Promise<number[]> {
+  return jobsHandBack(db, owner, refs, {
+    set: 'attempt = j.attempt - 1, started_at = NULL, heartbeat_at = NULL',
+    where: 'AND j.cancel_requested_at IS NULL',
+    after: '',
+  });
+}
+
+/**
+ * Makes owned attempts available again, with `set` for what else changes and `after` for CTEs that
+ * read `done`, and wakes their queues' workers; returns the ids handed back.
+ */
+async function jobsHandBack(
+  db: Queryable,
+  owner: string,
+  refs: readonly AttemptRef[],
+  how: { set: string; where: string; after: string },
+): Promise<number[]> {
   if (refs.length === 0) return [];
   const batch = sortedById(refs);
   const result = await db.query<{ id: number }>(
     `WITH done AS (
-        UPDATE jobs j SET state = 'available', attempt = j.attempt - 1, lease_owner = NULL,
-               lease_expires_at = NULL, started_at = NULL, heartbeat_at = NULL
-        WHERE ${ownedAttempt('$3')} AND j.cancel_requested_at IS NULL
-        RETURNING j.id, j.queue
+        UPDATE jobs j SET state = 'available', lease_owner = NULL, lease_expires_at = NULL, ${how.set}
+        WHERE ${ownedAttempt('$3')} ${how.where}
+        RETURNING j.id, j.attempt, j.started_at, j.queue
       ),
+      ${how.after}
       wake AS (SELECT pg_notify('tidemark_jobs', queue) FROM (SELECT DISTINCT queue FROM done) d)
       SELECT id FROM done WHERE (SELECT count(*) FROM wake) >= 0`,
     [arrayLiteral(batch.map((r) => r.id)), arrayLiteral(batch.map((r) => r.attempt)), owner],

@@ -37,12 +37,15 @@ function retentionOf(key: string, queue: string, tenant: string): string {
                     (t.p -> 'd' ->> ${key})::float8)`;
 }
 
-/** The fence and "now" every statement starts with: $1–$3 the lease term, $4 now (null: database). */
-const PROLOGUE = `fence AS (
+/** The lease term ($1–$3) still held, locked so a takeover waits for the statement to commit. */
+const FENCE = `fence AS (
     SELECT epoch FROM leases
      WHERE name = $1 AND holder = $2 AND epoch = $3 AND expires_at > clock_timestamp()
      FOR KEY SHARE
-  ), t AS (
+  )`;
+
+/** The fence and "now" every statement starts with: $4 now (null: the database's clock), $5 the policy. */
+const PROLOGUE = `${FENCE}, t AS (
     SELECT coalesce($4::timestamptz, clock_timestamp()) AS now, $5::jsonb AS p
   )`;
 
@@ -129,6 +132,26 @@ export interface OccurrencePruneResult {
 }
 
 /**
+ * Adds the deleted occurrences (`gone`) to a rollup table grouped by `key`: the counts and lateness
+ * sums occurrence-rollup.ts reads back. `extra` columns (the day table's tenant) follow the key.
+ */
+function rollupAdd(table: string, keyColumns: string, keyExpressions: string, extra?: string): string {
+  const columns = ['scheduled', 'triggered', 'skipped', 'missed', 'late', 'lag_sum_s'];
+  const add = columns.map((c) => `${c} = r.${c} + EXCLUDED.${c}`).join(', ');
+  const extraColumn = extra === undefined ? '' : ', tenant_id';
+  const extraValue = extra === undefined ? '' : `, ${extra}`;
+  return `INSERT INTO ${table} AS r (${keyColumns}${extraColumn}, ${columns.join(', ')}, lag_max_s)
+             SELECT ${keyExpressions}${extraValue},
+                    count(*) FILTER (WHERE scheduled), count(*) FILTER (WHERE state = 'enqueued' AND NOT scheduled),
+                    count(*) FILTER (WHERE state = 'skipped'), count(*) FILTER (WHERE state = 'missed'),
+                    count(*) FILTER (WHERE scheduled AND lag > 2),
+                    coalesce(sum(lag) FILTER (WHERE scheduled), 0), coalesce(max(lag) FILTER (WHERE scheduled), 0)
+               FROM gone GROUP BY 1, 2
+             ON CONFLICT (${keyColumns}) DO UPDATE SET ${add}, lag_max_s = greatest(r.lag_max_s, EXCLUDED.lag_max_s)
+             RETURNING 1`;
+}
+
+/**
  * Reads the next `scan` occurrences by id after `afterId` and deletes those that fired longer ago
  * than their retention (by their schedule's queue and tenant; a deleted schedule's rows take the
  * default). `horizonS` is the shortest occurrence retention: ids follow fire times (rows are written
@@ -171,35 +194,9 @@ export async function occurrencePruneBatch(
                     (d.state = 'enqueued' AND d.source = 'schedule') AS scheduled
                FROM del d JOIN scan sc ON sc.id = d.id
            ), minutes AS (
-             INSERT INTO occurrence_minutes AS m
-                    (minute, tenant_id, scheduled, triggered, skipped, missed, late, lag_sum_s, lag_max_s)
-             SELECT date_trunc('minute', fire_at), tenant_id,
-                    count(*) FILTER (WHERE scheduled), count(*) FILTER (WHERE state = 'enqueued' AND NOT scheduled),
-                    count(*) FILTER (WHERE state = 'skipped'), count(*) FILTER (WHERE state = 'missed'),
-                    count(*) FILTER (WHERE scheduled AND lag > 2),
-                    coalesce(sum(lag) FILTER (WHERE scheduled), 0), coalesce(max(lag) FILTER (WHERE scheduled), 0)
-               FROM gone GROUP BY 1, 2
-             ON CONFLICT (minute, tenant_id) DO UPDATE SET
-               scheduled = m.scheduled + EXCLUDED.scheduled, triggered = m.triggered + EXCLUDED.triggered,
-               skipped = m.skipped + EXCLUDED.skipped, missed = m.missed + EXCLUDED.missed,
-               late = m.late + EXCLUDED.late, lag_sum_s = m.lag_sum_s + EXCLUDED.lag_sum_s,
-               lag_max_s = greatest(m.lag_max_s, EXCLUDED.lag_max_s)
-             RETURNING 1
+             ${rollupAdd('occurrence_minutes', 'minute, tenant_id', "date_trunc('minute', fire_at), tenant_id")}
            ), days AS (
-             INSERT INTO occurrence_days AS y
-                    (schedule_id, day, tenant_id, scheduled, triggered, skipped, missed, late, lag_sum_s, lag_max_s)
-             SELECT schedule_id, date_trunc('day', fire_at, 'UTC'), min(tenant_id),
-                    count(*) FILTER (WHERE scheduled), count(*) FILTER (WHERE state = 'enqueued' AND NOT scheduled),
-                    count(*) FILTER (WHERE state = 'skipped'), count(*) FILTER (WHERE state = 'missed'),
-                    count(*) FILTER (WHERE scheduled AND lag > 2),
-                    coalesce(sum(lag) FILTER (WHERE scheduled), 0), coalesce(max(lag) FILTER (WHERE scheduled), 0)
-               FROM gone GROUP BY 1, 2
-             ON CONFLICT (schedule_id, day) DO UPDATE SET
-               scheduled = y.scheduled + EXCLUDED.scheduled, triggered = y.triggered + EXCLUDED.triggered,
-               skipped = y.skipped + EXCLUDED.skipped, missed = y.missed + EXCLUDED.missed,
-               late = y.late + EXCLUDED.late, lag_sum_s = y.lag_sum_s + EXCLUDED.lag_sum_s,
-               lag_max_s = greatest(y.lag_max_s, EXCLUDED.lag_max_s)
-             RETURNING 1
+             ${rollupAdd('occurrence_days', 'schedule_id, day', "schedule_id, date_trunc('day', fire_at, 'UTC')", 'min(tenant_id)')}
            )
            SELECT EXISTS (SELECT 1 FROM fence) AS fenced,
                   (SELECT count(*) FROM scan)::int AS scanned,
@@ -325,11 +322,7 @@ export async function workflowNodePruneBatch(
 ): Promise<NodePruneResult> {
   const { rows } = await db.query<{ fenced: boolean; deleted: number; last_key: string | null }>({
     name: 'workflowNodePruneBatch',
-    text: `WITH fence AS (
-             SELECT epoch FROM leases
-              WHERE name = $1 AND holder = $2 AND epoch = $3 AND expires_at > clock_timestamp()
-              FOR KEY SHARE
-           ), del AS (
+    text: `WITH ${FENCE}, del AS (
              DELETE FROM workflow_nodes n
               WHERE n.id = ANY (ARRAY(
                       SELECT id FROM workflow_nodes
@@ -359,11 +352,7 @@ export async function workflowPrunedDelete(
 ): Promise<{ fenced: boolean; deleted: boolean }> {
   const { rows } = await db.query<{ fenced: boolean; deleted: boolean }>({
     name: 'workflowPrunedDelete',
-    text: `WITH fence AS (
-             SELECT epoch FROM leases
-              WHERE name = $1 AND holder = $2 AND epoch = $3 AND expires_at > clock_timestamp()
-              FOR KEY SHARE
-           ), del AS (
+    text: `WITH ${FENCE}, del AS (
              DELETE FROM workflows w
               WHERE w.id = $4 AND w.pruned_at IS NOT NULL AND EXISTS (SELECT 1 FROM fence)
                 AND NOT EXISTS (SELECT 1 FROM workflow_nodes n WHERE n.workflow_id = $4)

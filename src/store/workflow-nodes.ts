@@ -8,6 +8,7 @@ import { arrayLiteral } from './array-literal.ts';
 import { COPY_CHUNK_ROWS, COPY_NULL, copyIn, copyInt, copyJson, copyText } from './copy-text.ts';
 import type { PoolClient, Queryable } from './pool.ts';
 import { workflowJobKeySql } from './job-key.ts';
+import type { JobClaimed, ReleaseTake } from './jobs.ts';
 
 export const NodeState = {
   pending: 'pending',
@@ -214,8 +215,9 @@ export async function workflowNodeChildrenRelease(
   q: Queryable,
   parentIds: number[],
   running: string[],
+  take?: ReleaseTake,
 ): Promise<NodeRef[]> {
-  const { rows } = await q.query<NodeRef>(
+  const { rows } = await q.query<NodeRef & { job: JobClaimed | null }>(
     // The parents go through ANY(ARRAY(subquery)), whose size the planner can not see: given the
     // 1,000 ids of a completion batch as a literal array, it chose a seq scan (of the then edge table)
     // and a hash join over every workflow_nodes row (353 ms at 100,000 nodes, EXPLAIN ANALYZE); with
@@ -253,18 +255,48 @@ export async function workflowNodeChildrenRelease(
        RETURNING c.id, c.workflow_id, c.type, c.state, c.pending_deps, r.go, c.job_id, c.runs, c.queue, c.kind,
                  c.payload, c.priority, c.max_attempts, c.timeout_ms
      ), j AS (
+       -- A released job the completing worker has room for starts as its claim would make it
+       -- (CLAIM_UPDATE): one fewer claim round trip per step of a chain. Never under a cluster-wide
+       -- or tenant limit, as the lock-free claim (jobClaimBatch).
        INSERT INTO jobs (id, queue, kind, tenant_id, payload, priority, max_attempts, timeout_ms, idempotency_key,
-                         key_generated)
+                         key_generated, state, attempt, lease_owner, lease_expires_at, started_at, heartbeat_at)
        OVERRIDING SYSTEM VALUE
-       SELECT u.job_id, u.queue, u.kind, w.tenant_id, u.payload, u.priority, u.max_attempts, u.timeout_ms,
-              ${workflowJobKeySql('u.workflow_id', 'u.id', 'u.runs')}, true
-       FROM u JOIN workflows w ON w.id = u.workflow_id
-       WHERE u.go
+       SELECT t.job_id, t.queue, t.kind, w.tenant_id, t.payload, t.priority, t.max_attempts, t.timeout_ms,
+              ${workflowJobKeySql('t.workflow_id', 't.id', 't.runs')}, true,
+              CASE WHEN t.take THEN 'running' ELSE 'available' END, CASE WHEN t.take THEN 1 ELSE 0 END,
+              CASE WHEN t.take THEN $3 END, CASE WHEN t.take THEN now() + make_interval(secs => $4 / 1000.0) END,
+              CASE WHEN t.take THEN now() END, CASE WHEN t.take THEN now() END
+       FROM (SELECT u.*,
+                    row_number() OVER (PARTITION BY u.queue ORDER BY u.priority DESC, u.id)
+                      <= coalesce(($5::jsonb ->> u.queue)::int, 0)
+                    AND NOT EXISTS (SELECT 1 FROM queues q WHERE q.name = u.queue AND q.max_running IS NOT NULL)
+                    AND NOT EXISTS (SELECT 1 FROM tenants tn WHERE tn.max_running IS NOT NULL) AS take
+               FROM u WHERE u.go) t
+       JOIN workflows w ON w.id = t.workflow_id
+       RETURNING id, queue, kind, tenant_id, payload, attempt, max_attempts, timeout_ms, heartbeat_ms,
+                 idempotency_key, state
      )
-     SELECT id, workflow_id, type FROM u WHERE NOT go AND pending_deps = 0 AND state = 'pending' ORDER BY id`,
-    [parentIds, running],
+     SELECT id, workflow_id, type, NULL::json AS job
+       FROM u WHERE NOT go AND pending_deps = 0 AND state = 'pending'
+     UNION ALL
+     SELECT NULL, NULL, NULL,
+            json_build_object('id', j.id, 'queue', j.queue, 'kind', j.kind, 'tenantId', j.tenant_id,
+              'payload', j.payload, 'attempt', j.attempt, 'maxAttempts', j.max_attempts,
+              'timeoutMs', coalesce(j.timeout_ms, (SELECT q.timeout_ms FROM queues q WHERE q.name = j.queue)),
+              'heartbeatMs', j.heartbeat_ms, 'idempotencyKey', j.idempotency_key, 'startLagMs', 0)
+       FROM j WHERE j.state = 'running'
+     ORDER BY id`,
+    [parentIds, running, take?.owner ?? null, take?.leaseMs ?? 0, JSON.stringify(take?.room ?? {})],
   );
-  return rows;
+  const ready: NodeRef[] = [];
+  for (const { job, ...node } of rows) {
+    if (job === null) ready.push(node);
+    else if (take !== undefined) {
+      take.taken.push(job);
+      take.room[job.queue] = (take.room[job.queue] ?? 0) - 1;
+    }
+  }
+  return ready;
 }
 
 /**

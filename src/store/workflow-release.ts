@@ -8,6 +8,7 @@
  * lock (FOR KEY SHARE) and lock the children they decrement in id order, so two of them meet on a
  * shared child instead of deadlocking over it; every other transition takes the row exclusively.
  */
+import type { ReleaseTake } from './jobs.ts';
 import type { Queryable } from './pool.ts';
 import {
   workflowNodeCancelUnstarted,
@@ -96,6 +97,7 @@ async function propagate(
   locked: WorkflowLockRow[],
   progress: Progress,
   start: { succeeded: NodeRef[]; ready: NodeRef[] },
+  take?: ReleaseTake,
 ): Promise<void> {
   const running = new Set(locked.filter((w) => w.state === 'running').map((w) => w.id));
   let { succeeded, ready } = start;
@@ -109,6 +111,7 @@ async function propagate(
           tx,
           succeeded.map((n) => n.id),
           [...running],
+          take,
         )),
       ];
     }
@@ -168,13 +171,17 @@ async function failNodes(
  * workflows are locked shared (workflowLockByJobs): success transactions of one workflow run side by
  * side and meet only on the children they share and on the workflow row's counters at their end.
  */
-export async function workflowJobsSucceeded(tx: Queryable, jobIds: number[]): Promise<void> {
+export async function workflowJobsSucceeded(
+  tx: Queryable,
+  jobIds: number[],
+  take?: ReleaseTake,
+): Promise<void> {
   if (jobIds.length === 0) return;
   const locked = await workflowLockByJobs(tx, jobIds, true);
   if (locked.length === 0) return;
   const progress = new Progress();
   const succeeded = await workflowNodeSucceedByJobs(tx, jobIds);
-  await propagate(tx, locked, progress, { succeeded, ready: [] });
+  await propagate(tx, locked, progress, { succeeded, ready: [] }, take);
   await progress.apply(tx);
 }
 

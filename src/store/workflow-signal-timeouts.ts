@@ -1,6 +1,6 @@
 /**
  * Applies the timeouts of signal nodes that are due: every worker that runs maintenance calls this
- * each pass (and `tidemark dev` without a worker, through SignalTimer). Each timeout is applied under
+ * each pass (and a program that runs no worker, through SignalTimer). Each timeout is applied under
  * its workflow's row lock, taken SKIP LOCKED and rechecked there, so two processes never apply one
  * twice and never queue behind each other or behind completions. Deadlines are judged by the
  * database's clock, like leases, so a process with a skewed clock changes nothing.

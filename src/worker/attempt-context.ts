@@ -30,6 +30,7 @@ export class AttemptContext implements HandlerContext {
   readonly attempt: number;
   readonly maxAttempts: number;
   readonly idempotencyKey: string;
+  readonly timeoutMs: number | null;
   readonly #ref: AttemptRef;
   readonly #abort: AttemptAbort;
   readonly #host: AttemptHost;
@@ -44,6 +45,7 @@ export class AttemptContext implements HandlerContext {
     this.attempt = job.attempt;
     this.maxAttempts = job.maxAttempts;
     this.idempotencyKey = job.idempotencyKey;
+    this.timeoutMs = job.timeoutMs;
     this.#ref = ref;
     this.#abort = abort;
     this.#host = host;

@@ -16,6 +16,7 @@ import {
   jobReleaseMany,
   type AttemptFailure,
   type AttemptRef,
+  type ReleaseTake,
 } from '../store/jobs.ts';
 import { withTransaction, type Pool } from '../store/pool.ts';
 
@@ -25,6 +26,17 @@ import { withTransaction, type Pool } from '../store/pool.ts';
  * of a chain ~2.4 s of a 2.6 s run); they share their workflows' locks (workflowJobsSucceeded).
  */
 const NODE_LANES = 3;
+
+/**
+ * How node-success transactions take the jobs their releases create, so a chain's next step starts
+ * here without waiting for a claim (the worker keeps the room it offers free until `settle`).
+ */
+export interface ReleaseTaking {
+  /** What the next transaction may take for a batch of `nodes` successes; null: nothing. */
+  reserve(nodes: number): ReleaseTake | null;
+  /** The transaction ended: its taken jobs are this worker's if it committed, none if not. */
+  settle(take: ReleaseTake, committed: boolean): void;
+}
 
 /** Attempts whose end a shutdown could not write: their leases expire and the reaper hands them back. */
 export interface Unwritten {
@@ -54,14 +66,23 @@ export class Completer {
   readonly #nodeInFlight = new Set<AttemptRef[]>();
   #idle: (() => void)[] = [];
   readonly #onWritten: () => void;
+  readonly #taking: ReleaseTaking | undefined;
 
   /** `onWritten` runs after each batch lands, so claim loops held back by `pending` can go on. */
-  constructor(pool: Pool, owner: string, log: Logger, batch: number, onWritten: () => void) {
+  constructor(
+    pool: Pool,
+    owner: string,
+    log: Logger,
+    batch: number,
+    onWritten: () => void,
+    taking?: ReleaseTaking,
+  ) {
     this.#pool = pool;
     this.#owner = owner;
     this.#log = log;
     this.#batch = batch;
     this.#onWritten = onWritten;
+    this.#taking = taking;
   }
 
   /** `workflowNode`: the job may be a workflow node's (mayBeWorkflowJobKey). */
@@ -131,10 +152,13 @@ export class Completer {
   async #writeNodes(batch: AttemptRef[]): Promise<void> {
     let delayMs = 50;
     for (;;) {
+      const take = this.#taking?.reserve(batch.length) ?? undefined;
       try {
-        await withTransaction(this.#pool, (tx) => jobCompleteMany(tx, this.#owner, batch));
+        await withTransaction(this.#pool, (tx) => jobCompleteMany(tx, this.#owner, batch, take));
+        if (take !== undefined) this.#taking?.settle(take, true);
         break;
       } catch (error) {
+        if (take !== undefined) this.#taking?.settle(take, false);
         // Given up at shutdown: flushWithin reported this batch as unwritten.
         if (this.#abandoned) return;
         this.#log.warn({ err: error, jobs: batch.length, retryInMs: delayMs }, 'completion write failed');

@@ -1,6 +1,8 @@
 /**
  * The few errors that tell the runner what to do. A handler throws NonRetryableError to send its
- * job to the dead letter at once; the others are the reasons a handler's AbortSignal fires.
+ * job to the dead letter at once, RetryAfterError to hold its retry back at least so long, and
+ * JobTimeoutError to record a timeout of its own; the others are the reasons a handler's AbortSignal
+ * fires.
  */
 
 /** Thrown by a handler: do not retry, whatever attempts remain. */
@@ -8,7 +10,24 @@ export class NonRetryableError extends Error {
   override name = 'NonRetryableError';
 }
 
-/** The job's deadline passed. */
+/**
+ * Thrown by a handler: a retryable failure whose next attempt comes no sooner than `retryAfterMs`
+ * from now (by the database's clock), or later when the job's backoff says so. For a service that
+ * asked to be left alone (HTTP 429 or 503 with Retry-After). An exhausted job is dead all the same.
+ */
+export class RetryAfterError extends Error {
+  override name = 'RetryAfterError';
+  readonly retryAfterMs: number;
+
+  constructor(message: string, retryAfterMs: number, options?: ErrorOptions) {
+    super(message, options);
+    if (!Number.isFinite(retryAfterMs) || retryAfterMs < 0)
+      throw new TypeError(`retryAfterMs: must be a finite number ≥ 0, got ${retryAfterMs}`);
+    this.retryAfterMs = retryAfterMs;
+  }
+}
+
+/** The job's deadline passed; a handler may throw it for a timeout of its own (recorded timed_out). */
 export class JobTimeoutError extends Error {
   override name = 'JobTimeoutError';
 }

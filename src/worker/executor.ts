@@ -10,6 +10,7 @@ import {
   JobTimeoutError,
   LeaseLostError,
   NonRetryableError,
+  RetryAfterError,
   WorkerShutdownError,
   describeError,
   toError,
@@ -19,7 +20,14 @@ export type AttemptResult =
   | { kind: 'succeeded' }
   /** ctx.transaction already completed the job. */
   | { kind: 'completed' }
-  | { kind: 'failed'; outcome: 'failed' | 'timed_out' | 'cancelled'; error: string; retryable: boolean }
+  | {
+      kind: 'failed';
+      outcome: 'failed' | 'timed_out' | 'cancelled';
+      error: string;
+      retryable: boolean;
+      /** The least wait before the retry (RetryAfterError). */
+      retryAfterMs?: number;
+    }
   /** Not ours any more: write nothing. */
   | { kind: 'lost' }
   | { kind: 'released' };
@@ -177,6 +185,18 @@ function outcome(spec: AttemptSpec, settled: Settled): AttemptResult {
   }
   if (reason instanceof JobCancelledError) {
     return { kind: 'failed', outcome: 'cancelled', error: describeError(error), retryable: false };
+  }
+  if (error instanceof JobTimeoutError) {
+    return { kind: 'failed', outcome: 'timed_out', error: describeError(error), retryable: true };
+  }
+  if (error instanceof RetryAfterError) {
+    return {
+      kind: 'failed',
+      outcome: 'failed',
+      error: describeError(error),
+      retryable: true,
+      retryAfterMs: error.retryAfterMs,
+    };
   }
   return {
     kind: 'failed',

@@ -16,6 +16,8 @@ export interface HandlerContext<P = unknown> {
   maxAttempts: number;
   /** Stable across retries: the occurrence key for scheduled jobs, the caller's key otherwise. */
   idempotencyKey: string;
+  /** The attempt's deadline, counted from when the handler was called (signal fires then); null: none. */
+  timeoutMs: number | null;
   /**
    * Fires on deadline (reason JobTimeoutError), cancel (JobCancelledError), lost lease
    * (LeaseLostError) or shutdown (WorkerShutdownError). Pass it on to fetch, child processes, queries.

@@ -20,10 +20,8 @@ import type { Clock } from '../clock.ts';
 import { systemClock } from '../clock.ts';
 import { createLogger, type Logger } from '../log.ts';
 import {
-  jobClaimBatch,
   jobClaimById,
   jobClaimLimitsGet,
-  jobClaimLock,
   jobCountsByQueue,
   jobPromoteDue,
   jobReapExpired,
@@ -31,12 +29,14 @@ import {
   leaseRenewMany,
   type AttemptRef,
   type JobClaimed,
+  type ReleaseTake,
 } from '../store/jobs.ts';
 import { mayBeWorkflowJobKey } from '../store/job-key.ts';
 import { createPool, withTransaction, type Pool } from '../store/pool.ts';
 import { workerHeartbeat, workerRegister, workerStop, type WorkerQueueSlots } from '../store/workers.ts';
 import { signalTimeoutsFire } from '../store/workflow-signal-timeouts.ts';
 import { AttemptContext, type AttemptHost } from './attempt-context.ts';
+import { queueClaim } from './claim.ts';
 import { Completer } from './completer.ts';
 import { JobCancelledError, LeaseLostError, WorkerShutdownError } from './errors.ts';
 import { AttemptAbort, runAttempt, type AttemptResult } from './executor.ts';
@@ -128,6 +128,8 @@ class QueueLoop {
   waitingForSlot = false;
   /** Slots promised to claims in flight, so two claim loops never overfill the queue. */
   reserved = 0;
+  /** Slots promised to node-success transactions in flight (Worker #takeReserve). */
+  taking = 0;
   /** Claim loops running for this queue. */
   loops = 0;
   /** Claimed jobs waiting for a slot, oldest first. */
@@ -305,13 +307,20 @@ export class Worker {
       if (this.#queues.has(q.name)) throw new TypeError(`queues.${q.name}: listed twice`);
       this.#queues.set(q.name, new QueueLoop(q.name, q.concurrency, ahead));
     }
-    this.#completer = new Completer(this.#pool, this.id, this.#log, this.#batch, () => {
-      // A finished job frees a slot here and, in a limited queue or under a tenant quota, one counted
-      // cluster-wide: those loops look again now instead of at their next poll.
-      for (const q of this.#queues.values()) {
-        if (q.waitingForSlot || q.limited || this.#tenantQuotas) q.wake();
-      }
-    });
+    this.#completer = new Completer(
+      this.#pool,
+      this.id,
+      this.#log,
+      this.#batch,
+      () => {
+        // A finished job frees a slot here and, in a limited queue or under a tenant quota, one counted
+        // cluster-wide: those loops look again now instead of at their next poll.
+        for (const q of this.#queues.values()) {
+          if (q.waitingForSlot || q.limited || this.#tenantQuotas) q.wake();
+        }
+      },
+      { reserve: (nodes) => this.#takeReserve(nodes), settle: (take, ok) => this.#takeSettle(take, ok) },
+    );
     this.#listener = new Listener(
       options.connectionString,
       {
@@ -437,6 +446,8 @@ export class Worker {
         `database unreachable at shutdown: could not hand back ${n} attempt(s); they stay leased to this worker until their leases expire, then run again (succeeded ones included)`,
       );
     }
+    // Jobs the last node-success transactions took arrived after the hand-back above.
+    await settledWithin(this.#handBack(), handBackLeft());
     this.#backgroundStop?.();
     await settledWithin(Promise.all(this.#background), handBackLeft());
     const marked = workerStop(this.#pool, this.id, this.#slots()).catch((error: unknown) =>
@@ -512,7 +523,12 @@ export class Worker {
    */
   #freeSlots(q: QueueLoop): number {
     const backlog = Math.max(0, this.#completer.pending - this.#batch);
-    return q.concurrency + this.#ahead(q) - q.stats.running - q.buffer.length - q.reserved - backlog;
+    return this.#unfilled(q) - q.reserved - backlog;
+  }
+
+  /** Slots and buffer places neither running, holding a job nor promised to a release. */
+  #unfilled(q: QueueLoop): number {
+    return q.concurrency + this.#ahead(q) - q.stats.running - q.buffer.length - q.taking;
   }
 
   /**
@@ -535,14 +551,10 @@ export class Worker {
       tenantCursor: q.tenantCursor,
       poll,
     };
-    const quotas = this.#tenantQuotas;
-    const jobs =
-      q.limited || quotas
-        ? await withTransaction(this.#pool, async (tx) => {
-            await jobClaimLock(tx, q.name, quotas);
-            return jobClaimBatch(tx, { ...params, limited: true });
-          })
-        : await jobClaimBatch(this.#pool, { ...params, limited: false });
+    const jobs = await queueClaim(this.#pool, params, {
+      limited: q.limited,
+      tenantQuotas: this.#tenantQuotas,
+    });
     q.stats.claimLatency.add(this.#clock.monotonicMs() - t0);
     q.tenantCursor = nextTenantCursor(q.tenantCursor, jobs);
     return jobs;
@@ -583,6 +595,43 @@ export class Worker {
     // stop() waits for these like for the claim loops, so no job starts after it stopped waiting.
     this.#byIdClaims.add(claim);
     void claim.finally(() => this.#byIdClaims.delete(claim));
+  }
+
+  /**
+   * Room for the jobs a node-success transaction releases: one per node succeeding in it (a chain's
+   * next step; a fan-out's many children are claimed in batches as usual), in every queue that could
+   * claim lock-free now. A claim in flight does not hold it back (an idle queue's claim, finding
+   * nothing, took the room of every step of a two-slot chain): both may fill the same places, so the
+   * buffer can briefly hold up to that many more, leased and renewed like any buffered job, unless
+   * the queue buffers nothing (claimAhead 0).
+   */
+  #takeReserve(nodes: number): ReleaseTake | null {
+    if (this.#stopping || this.#tenantQuotas) return null;
+    const backlog = Math.max(0, this.#completer.pending - this.#batch);
+    const room: Record<string, number> = {};
+    let any = false;
+    for (const q of this.#queues.values()) {
+      const claiming = q.claimAhead === 0 ? q.reserved : 0;
+      const n = q.limited ? 0 : Math.min(nodes, this.#unfilled(q) - claiming - backlog);
+      if (n <= 0) continue;
+      q.taking += n;
+      room[q.name] = n;
+      any = true;
+    }
+    return any ? { owner: this.id, leaseMs: this.#leaseMs, room, taken: [] } : null;
+  }
+
+  /** Ends #takeReserve's reservation; the jobs a committed transaction took start or wait here. */
+  #takeSettle(take: ReleaseTake, committed: boolean): void {
+    const taken = new Map<string, JobClaimed[]>();
+    for (const job of take.taken) taken.set(job.queue, [...(taken.get(job.queue) ?? []), job]);
+    for (const [name, left] of Object.entries(take.room)) {
+      const q = this.#queues.get(name);
+      if (q === undefined) continue;
+      const jobs = taken.get(name) ?? [];
+      q.taking -= left + jobs.length;
+      if (committed) this.#take(q, jobs);
+    }
   }
 
   // ---- the buffer -----------------------------------------------------------------------------
@@ -707,6 +756,7 @@ export class Worker {
           outcome: result.outcome,
           error: result.error,
           retryable: result.retryable,
+          retryAfterMs: result.retryAfterMs,
         });
         break;
       case 'lost':

@@ -1,6 +1,6 @@
 /**
- * Fires the timeouts of signal nodes on an interval, for a process that runs no worker (`tidemark
- * dev` without --handlers); a Worker applies them in its own maintenance passes.
+ * Fires the timeouts of signal nodes on an interval, for a process that runs no worker; a Worker
+ * (the push preset in `tidemark dev` included) applies them in its own maintenance passes.
  */
 import type { Logger } from '../log.ts';
 import type { Pool } from '../store/pool.ts';

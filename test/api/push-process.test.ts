@@ -1,7 +1,9 @@
 /**
- * A push executor process is SIGKILLed while its target is still working on the request. Another
- * executor takes the job over once the lease expires and delivers it again with the same
- * Idempotency-Key: nothing is lost, and the job succeeds exactly once.
+ * A `tidemark push` worker process is SIGKILLed while its target is still working on the request.
+ * Another takes the job over once the lease expires and delivers it again with the same
+ * Idempotency-Key: nothing is lost, and the job succeeds exactly once. And, as `tidemark worker`,
+ * a push worker given SIGTERM while its database is unreachable exits within its shutdown grace,
+ * saying what it could not hand back.
  */
 import assert from 'node:assert/strict';
 import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'node:http';
@@ -11,10 +13,33 @@ import { jobInsertMany } from '../../src/store/job-insert.ts';
 import { PUSH_KIND, PUSH_QUEUE } from '../../src/push/target.ts';
 import { createTestDatabase } from '../support/db.ts';
 import { spawnTidemark } from '../support/processes.ts';
+import { TcpProxy } from '../support/tcp-proxy.ts';
 
 const db = await createTestDatabase();
+const GRACE_MS = 2000;
 
-test('SIGKILL of the push executor mid-request: redelivered after the lease, same key, one success', async () => {
+async function pushJob(url: string, key: string): Promise<number> {
+  const [job] = await jobInsertMany(db.pool, [
+    {
+      queue: PUSH_QUEUE,
+      kind: PUSH_KIND,
+      tenantId: 'default',
+      payload: { url, body: { n: 1 } },
+      priority: 0,
+      runAt: null,
+      maxAttempts: 3,
+      timeoutMs: 60_000,
+      heartbeatMs: null,
+      backoffBaseMs: 0,
+      backoffMaxMs: 0,
+      idempotencyKey: key,
+    },
+  ]);
+  assert.ok(job !== undefined);
+  return job.id;
+}
+
+test('SIGKILL of the push worker mid-request: redelivered after the lease, same key, one success', async () => {
   const seen: IncomingHttpHeaders[] = [];
   const held: ServerResponse[] = [];
   const server = createServer((req, res) => {
@@ -31,27 +56,11 @@ test('SIGKILL of the push executor mid-request: redelivered after the lease, sam
     return new Promise<void>((r) => server.close(() => r()));
   });
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/work`;
-  const [job] = await jobInsertMany(db.pool, [
-    {
-      queue: PUSH_QUEUE,
-      kind: PUSH_KIND,
-      tenantId: 'default',
-      payload: { url, body: { n: 1 } },
-      priority: 0,
-      runAt: null,
-      maxAttempts: 3,
-      timeoutMs: 60_000,
-      heartbeatMs: null,
-      backoffBaseMs: 0,
-      backoffMaxMs: 0,
-      idempotencyKey: 'payout-7',
-    },
-  ]);
-  assert.ok(job !== undefined);
+  const job = { id: await pushJob(url, 'payout-7') };
 
   const env = { DATABASE_URL: db.url, TIDEMARK_LOG_LEVEL: 'warn' };
   const first = spawnTidemark(['push', '--lease-ms', '2000'], { env });
-  await first.waitFor(/push executor \S+ running/);
+  await first.waitFor(/push worker \S+ ready: http\(64\)/);
   for (let i = 0; seen.length === 0; i++) {
     assert.ok(i < 400, 'first delivery never arrived');
     await new Promise((r) => setTimeout(r, 50));
@@ -59,7 +68,7 @@ test('SIGKILL of the push executor mid-request: redelivered after the lease, sam
   await first.kill('SIGKILL');
 
   const second = spawnTidemark(['push', '--lease-ms', '2000'], { env });
-  await second.waitFor(/push executor \S+ running/);
+  await second.waitFor(/push worker \S+ ready: http\(64\)/);
   let state = '';
   for (let i = 0; state !== 'succeeded'; i++) {
     assert.ok(i < 600, `job still ${state}`);
@@ -89,4 +98,45 @@ test('SIGKILL of the push executor mid-request: redelivered after the lease, sam
       ['payout-7', '2'],
     ],
   );
+});
+
+test('SIGTERM with the database cut: the push worker exits within its shutdown grace, naming the request it hands back', async () => {
+  const seen: string[] = [];
+  const held: ServerResponse[] = [];
+  const server = createServer((req, res) => {
+    seen.push(String(req.headers['tidemark-job-id']));
+    req.resume();
+    held.push(res); // never answers
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  after(() => {
+    server.closeAllConnections();
+    return new Promise<void>((r) => server.close(() => r()));
+  });
+  const proxy = await TcpProxy.start(db.url);
+  const push = spawnTidemark(['push', '--shutdown-grace-ms', String(GRACE_MS)], {
+    env: { DATABASE_URL: proxy.urlFor(db.url), TIDEMARK_LOG_LEVEL: 'info' },
+  });
+  await push.waitFor(/push worker \S+ ready/, 60_000);
+  const id = await pushJob(`http://127.0.0.1:${(server.address() as AddressInfo).port}/hang`, 'cut-1');
+  for (let i = 0; !seen.includes(String(id)); i++) {
+    assert.ok(i < 400, 'the request never arrived');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  proxy.cut();
+  const t0 = performance.now();
+  push.child.kill('SIGTERM');
+  // The shutdown grace for the request, 1 s of hand-back, 1 s to let go, and slack.
+  const limitMs = GRACE_MS + 4000;
+  const exit = await Promise.race([
+    push.exited,
+    new Promise<'hung'>((r) => setTimeout(() => r('hung'), limitMs + 10_000)),
+  ]);
+  const tookMs = performance.now() - t0;
+  assert.notEqual(exit, 'hung', `still running after SIGTERM:\n${push.stderr.slice(-3000)}`);
+  assert.ok(tookMs < limitMs, `exited ${Math.round(tookMs)} ms after SIGTERM`);
+  const line = push.stderr.split('\n').find((l) => l.includes('could not hand back'));
+  assert.ok(line !== undefined, `no 'could not hand back' line:\n${push.stderr.slice(-3000)}`);
+  assert.deepEqual((JSON.parse(line) as { released: number[] }).released, [id]);
+  proxy.heal();
 });

@@ -1,27 +1,39 @@
 /**
- * The push executor against HTTP servers this test runs: retries on 503 and timeouts, none on 400,
- * Retry-After honoured, one Idempotency-Key across attempts, progress heartbeats from a slow target,
- * and a bound on concurrent requests per host. Outcomes are asserted on the database.
+ * Push jobs run by a Worker with pushHandlers() against HTTP servers this test runs: retries on 503
+ * and timeouts, none on 400, Retry-After honoured, one Idempotency-Key across attempts, progress
+ * heartbeats from a slow target, a bound on concurrent requests per host, a cancel that aborts the
+ * request, and a LISTEN wake-up that starts a push job in a worker whose poll is a minute long.
+ * Outcomes are asserted on the database.
  */
 import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, test } from 'node:test';
 import { pino } from 'pino';
-import { PushExecutor, retryAfterMs } from '../../src/push/executor.ts';
+import { pushHandlers, retryAfterMs, type PushOptions } from '../../src/push/handler.ts';
+import { pushTarget } from '../../src/push/target.ts';
+import { Worker } from '../../src/worker/worker.ts';
 import { startTestApi } from './support.ts';
 
 const api = await startTestApi();
-const executor = new PushExecutor({
-  pool: api.db.pool,
-  log: pino({ level: 'silent' }),
-  leaseMs: 3000,
-  pollMs: 50,
-  perHostConcurrency: 2,
-  requestTimeoutMs: 10_000,
-});
-executor.start();
-after(() => executor.stop());
+
+async function pushWorker(queue: string, pollMs: number, push: PushOptions): Promise<Worker> {
+  const worker = new Worker({
+    pool: api.db.pool,
+    connectionString: api.db.url,
+    handlers: pushHandlers(push),
+    queues: [{ name: queue, concurrency: 8 }],
+    log: pino({ level: 'silent' }),
+    leaseMs: 3000,
+    pollMs,
+  });
+  await worker.start();
+  after(() => worker.stop());
+  return worker;
+}
+
+// The poll drives only retries here (the maintenance pass promotes them); new jobs come by NOTIFY.
+await pushWorker('http', 100, { perHostConcurrency: 2, requestTimeoutMs: 10_000 });
 
 interface Seen {
   headers: IncomingMessage['headers'];
@@ -42,7 +54,11 @@ async function target(respond: Respond): Promise<{ url: string; seen: Seen[] }> 
     });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  after(() => new Promise<void>((r) => server.close(() => r())));
+  after(() => {
+    // A request this test left unanswered must not hold the server open.
+    server.closeAllConnections();
+    return new Promise<void>((r) => server.close(() => r()));
+  });
   server.unref();
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, seen };
 }
@@ -76,6 +92,14 @@ async function settled(
     if (['succeeded', 'dead', 'cancelled'].includes(r.body.state)) return r.body;
     if (Date.now() > deadline) throw new Error(`job ${id} still ${r.body.state}: ${r.text}`);
     await new Promise((res) => setTimeout(res, 50));
+  }
+}
+
+async function until(what: string, ok: () => boolean, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!ok()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
   }
 }
 
@@ -188,6 +212,78 @@ test('at most perHostConcurrency requests run against one host at once', async (
   assert.equal(peak, 2);
 });
 
+test('a cancel reaches the request in flight: the connection is closed and the job ends cancelled', async () => {
+  let closed = false;
+  const t = await target((_s, res) => {
+    // Never answers; the worker's abort closes the connection.
+    res.on('close', () => (closed = true));
+  });
+  const id = await enqueue(t.url, { timeoutMs: 60_000 });
+  await until('the request arrived', () => t.seen.length === 1);
+  const cancel = await api.call('POST', `/v1/jobs/${id}/cancel`);
+  assert.equal(cancel.status, 200, cancel.text);
+  const job = await settled(id);
+  assert.equal(job.state, 'cancelled');
+  assert.deepEqual(
+    job.attempts.map((a) => a.outcome),
+    ['cancelled'],
+  );
+  await until('the connection closed', () => closed);
+});
+
+test('a job waiting for its host slot stops waiting when cancelled, and never sends its request', async () => {
+  await pushWorker('http-one', 100, { perHostConcurrency: 1 });
+  const held: ServerResponse[] = [];
+  const t = await target((_s, res) => void held.push(res));
+  const first = await enqueue(t.url, { queue: 'http-one', timeoutMs: 60_000 });
+  await until('the first request arrived', () => t.seen.length === 1);
+  const second = await enqueue(t.url, { queue: 'http-one', timeoutMs: 60_000 });
+  for (let i = 0; ; i++) {
+    const r = await api.call<{ state: string }>('GET', `/v1/jobs/${second}`);
+    if (r.body.state === 'running') break;
+    assert.ok(i < 500, `second job still ${r.body.state}`);
+    await new Promise((res) => setTimeout(res, 20));
+  }
+  assert.equal((await api.call('POST', `/v1/jobs/${second}/cancel`)).status, 200);
+  // Well within the worker's 5 s timeout grace, after which even a handler that kept waiting ends.
+  const cancelled = await settled(second, 3000);
+  assert.equal(cancelled.state, 'cancelled');
+  held[0]?.end();
+  assert.equal((await settled(first)).state, 'succeeded');
+  assert.equal(t.seen.length, 1, 'the cancelled job never reached the host');
+});
+
+test('requestTimeoutMs caps the job timeout: a target that never answers times out at the cap', async () => {
+  await pushWorker('http-capped', 100, { requestTimeoutMs: 300 });
+  const t = await target(() => undefined);
+  const job = await settled(
+    await enqueue(t.url, { queue: 'http-capped', timeoutMs: 60_000, maxAttempts: 1 }),
+  );
+  assert.equal(job.state, 'dead');
+  assert.deepEqual(
+    job.attempts.map((a) => a.outcome),
+    ['timed_out'],
+  );
+  assert.match(job.attempts[0]?.error ?? '', /no answer within 300 ms/);
+  assert.ok(
+    Date.parse(String(t.seen[0]?.headers['tidemark-deadline'])) - Date.now() < 5000,
+    'Tidemark-Deadline is the capped one',
+  );
+});
+
+test('a push job into an idle worker whose poll is 60 s starts by its LISTEN wake-up', async () => {
+  await pushWorker('http-listen', 60_000, {});
+  const t = await target((_s, res) => void res.end());
+  // The first job may be claimed by the worker's first claim; once it is done, every claim loop is
+  // asleep for the rest of the minute, and only the NOTIFY of the second insert can wake one.
+  assert.equal((await settled(await enqueue(t.url, { queue: 'http-listen' }))).state, 'succeeded');
+  const started = Date.now();
+  const second = await enqueue(t.url, { queue: 'http-listen' });
+  await until('the second request arrived', () => t.seen.length === 2, 5000);
+  assert.ok(Date.now() - started < 5000);
+  assert.equal((await settled(second, 5000)).state, 'succeeded');
+});
+
 test('Retry-After is read as seconds or as an HTTP date', () => {
   const now = Date.parse('2026-01-05T09:00:00Z');
   assert.equal(retryAfterMs('120', now), 120_000);
@@ -195,4 +291,22 @@ test('Retry-After is read as seconds or as an HTTP date', () => {
   assert.equal(retryAfterMs('Mon, 05 Jan 2026 08:00:00 GMT', now), 0, 'a date in the past means now');
   assert.equal(retryAfterMs('soon', now), null);
   assert.equal(retryAfterMs(null, now), null);
+});
+
+test('pushTarget and pushHandlers refuse bad input naming the field', () => {
+  assert.deepEqual(pushTarget('https://example.com/hook', { a: 1 }), {
+    queue: 'http',
+    kind: 'http.post',
+    payload: { url: 'https://example.com/hook', body: { a: 1 } },
+  });
+  assert.throws(() => pushTarget('not a url'), /^TypeError: url: not a URL$/);
+  assert.throws(() => pushTarget('ftp://example.com/x'), /^TypeError: url: ftp: is not http or https$/);
+  assert.throws(
+    () => pushHandlers({ perHostConcurrency: 0 }),
+    /^TypeError: push.perHostConcurrency: must be a positive integer, got 0$/,
+  );
+  assert.throws(
+    () => pushHandlers({ requestTimeoutMs: 1.5 }),
+    /^TypeError: push.requestTimeoutMs: must be a positive integer, got 1.5$/,
+  );
 });

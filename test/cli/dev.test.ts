@@ -141,6 +141,16 @@ test('with DATABASE_URL set, tidemark dev uses that server and starts none', asy
   assert.equal((await dev.kill('SIGTERM')).code, 0);
 });
 
+test("--queue http is refused: the push queue is dev's push worker's, and a handlers worker there would dead-letter push jobs", async () => {
+  const dir = await dataDir();
+  const dev = spawnTidemark(['dev', '--data-dir', dir, '--handlers', 'h.js', '--queue', 'http:5'], {
+    env: EMBEDDED,
+  });
+  assert.equal((await dev.exited).code, 2);
+  assert.match(dev.stderr, /--queue http:5: 'http' is the push queue/);
+  await assert.rejects(readFile(join(dir, 'pg', 'PG_VERSION')), 'nothing was started');
+});
+
 test('a role that fails to start stops tidemark dev with an error and leaves no postgres running', async () => {
   const dir = await dataDir();
   const dev = spawnTidemark(['dev', '--data-dir', dir, '--handlers', join(dir, 'no-such-module.js')], {

@@ -14,6 +14,7 @@ const ROLES: [string, string[]][] = [
   ['worker', ['worker', '--handlers', HANDLERS]],
   ['scheduler', ['scheduler']],
   ['api', ['api', '--port', '0']],
+  ['push', ['push']],
 ];
 
 async function run(db: TestDatabase, args: string[]): Promise<{ code: number | null; stderr: string }> {
@@ -29,7 +30,7 @@ async function tableCount(db: TestDatabase): Promise<number> {
   return rows[0]!.n;
 }
 
-test('worker, scheduler and api against an unmigrated database: one line naming the fix, exit 1, nothing created', async () => {
+test('worker, scheduler, api and push against an unmigrated database: one line naming the fix, exit 1, nothing created', async () => {
   const db = await createEmptyDatabase();
   const latest = (await loadMigrations()).at(-1)!;
   for (const [role, args] of ROLES) {
@@ -43,7 +44,7 @@ test('worker, scheduler and api against an unmigrated database: one line naming 
   assert.equal(await tableCount(db), 0, 'no role migrated or created anything');
 });
 
-test('worker, scheduler and api against a database migrated by a newer build: one line, exit 1', async () => {
+test('worker, scheduler, api and push against a database migrated by a newer build: one line, exit 1', async () => {
   const db = await createTestDatabase();
   const latest = (await loadMigrations()).at(-1)!;
   const future = latest.version + 1;

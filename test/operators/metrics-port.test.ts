@@ -109,6 +109,19 @@ test('tidemark worker --metrics-port: its queues metrics, readiness follows the 
   assert.equal((await worker.exited).code, 0, worker.stderr);
 });
 
+test('tidemark push --metrics-port: the push worker serves its metrics and readiness', async () => {
+  const push = spawnTidemark(['push', '--metrics-port', '0'], {
+    env: { DATABASE_URL: db.url, TIDEMARK_LOG_LEVEL: 'warn' },
+  });
+  const base = await metricsUrl(push);
+  await push.waitFor(/ready:/);
+  const metrics = await get(`${base}/metrics`);
+  assert.ok(families(metrics.text).has('tidemark_worker_claim_latency_seconds'), metrics.text);
+  assert.equal((await get(`${base}/readyz`)).status, 200);
+  push.child.kill('SIGTERM');
+  assert.equal((await push.exited).code, 0, push.stderr);
+});
+
 test('serveMetrics: a stopped role is not ready; bad input is refused', async () => {
   const worker = new Worker({
     connectionString: db.url,

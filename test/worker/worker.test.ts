@@ -8,6 +8,7 @@ import {
   JobCancelledError,
   LeaseLostError,
   NonRetryableError,
+  RetryAfterError,
   WorkerShutdownError,
 } from '../../src/worker/errors.ts';
 import type { HandlerContext } from '../../src/worker/handler.ts';
@@ -119,6 +120,43 @@ test('a non-retryable error sends the job to dead after one attempt', async () =
   const history = await attemptsOf(db.pool, job.id);
   assert.equal(history.length, 1);
   assert.match(history[0]?.error ?? '', /NonRetryableError: invalid payload/);
+});
+
+test('RetryAfterError holds the retry back at least its retryAfterMs; a longer backoff still wins', async () => {
+  await queueUpsert(db.pool, 'later', { backoffBaseMs: 0, backoffMaxMs: 0 });
+  await startWorker(
+    db,
+    {
+      busy: (ctx) => Promise.reject(new RetryAfterError('rate limited', ctx.payload as number)),
+    },
+    { queues: [{ name: 'later', concurrency: 2 }] },
+  );
+  const floor = await client.jobs.enqueue({ queue: 'later', kind: 'busy', payload: 30_000 });
+  // Backoff of one hour nominal (at least half of it with jitter) beats a 1 s Retry-After.
+  const backoff = await client.jobs.enqueue({
+    queue: 'later',
+    kind: 'busy',
+    payload: 1000,
+    backoffBaseMs: 3_600_000,
+    backoffMaxMs: 3_600_000,
+  });
+  const waitS = async (id: number): Promise<number | false> => {
+    const { rows } = await db.pool.query<{ state: string; wait_s: number }>(
+      'SELECT state, extract(epoch FROM run_at - now())::float8 AS wait_s FROM jobs WHERE id = $1',
+      [id],
+    );
+    return rows[0]?.state === 'failed' ? rows[0].wait_s : false;
+  };
+  const floorWait = await waitUntil('the first job failed', () => waitS(floor.id));
+  assert.ok(floorWait > 25 && floorWait <= 30, `retry in ${floorWait} s; retryAfterMs 30 s, backoff 0`);
+  const backoffWait = await waitUntil('the second job failed', () => waitS(backoff.id));
+  assert.ok(backoffWait > 1700, `retry in ${backoffWait} s; the backoff (30-60 min) is longer than 1 s`);
+  const [attempt] = await attemptsOf(db.pool, floor.id);
+  assert.equal(attempt?.outcome, 'failed');
+  assert.match(attempt?.error ?? '', /RetryAfterError: rate limited/);
+  assert.throws(() => new RetryAfterError('x', -1), /retryAfterMs: must be a finite number ≥ 0, got -1/);
+  await client.jobs.cancel(floor.id);
+  await client.jobs.cancel(backoff.id);
 });
 
 test('a deadline fires the signal; the attempt is timed out and retried', async () => {
