@@ -64,6 +64,26 @@ export {
   type JobWithAttempts,
 } from './worker/job-client.ts';
 export {
+  QueueClient,
+  type ChangeOptions,
+  type Queue,
+  type QueueChange,
+  type QueueSnapshot,
+} from './worker/queue-client.ts';
+export {
+  QUEUE_DEFAULTS,
+  QueueInputError,
+  QueueSettingsSchema,
+  type QueueSettingsInput,
+} from './worker/queue-settings.ts';
+export {
+  WorkerRegistryClient,
+  type WorkerInfo,
+  type WorkerJob,
+  type WorkerQueueSlots,
+  type WorkerState,
+} from './worker/registry-client.ts';
+export {
   WorkflowClient,
   WorkflowNotFoundError,
   WorkflowSignalUndeclaredError,
@@ -86,5 +106,6 @@ export { createApiServer, type ApiServer, type ApiServerOptions } from './api/se
 export type { Api } from './api/app.ts';
 export type { ApiMetrics } from './api/metrics.ts';
 export { RetentionConfigError } from './maintenance/retention-config.ts';
+export { serveMetrics, type MetricsServer, type MetricsServerOptions } from './api/metrics-server.ts';
 export { pushHandlers, type PushOptions } from './push/handler.ts';
 export { pushTarget } from './push/target.ts';

@@ -10,7 +10,9 @@ import { PUSH_QUEUE } from '../push/target.ts';
 import { schemaCheck } from '../store/migrate.ts';
 import { createPool, type Pool } from '../store/pool.ts';
 import { Worker } from '../worker/worker.ts';
+import { serveMetrics } from '../api/metrics-server.ts';
 import { requireDatabaseUrl } from './database-url.ts';
+import { portFlag } from './port-flag.ts';
 import type { Command } from './main.ts';
 import { UsageError } from './usage-error.ts';
 
@@ -18,7 +20,7 @@ import { UsageError } from './usage-error.ts';
 const DEFAULT_IN_FLIGHT = 64;
 
 const HELP = `usage: tidemark push [--queue Q]… [--per-host N] [--max-in-flight N] [--timeout-ms N] [--lease-ms N]
-                     [--shutdown-grace-ms N]
+                     [--shutdown-grace-ms N] [--metrics-port N] [--metrics-host H]
 
 Runs a worker for jobs that target a URL (kind http.post) on the queues named (default: ${PUSH_QUEUE}) of
 the database at DATABASE_URL: each is POSTed with Idempotency-Key, Tidemark-Job-Id, Tidemark-Attempt
@@ -30,6 +32,9 @@ and Tidemark-Deadline headers. 2xx succeeds; 408, 429, 5xx, network errors and t
   --lease-ms N           lease per claimed job, renewed every third of it (default 30000)
   --shutdown-grace-ms N  how long SIGTERM lets requests in flight finish before they are aborted
                          and handed back (default 10000)
+  --metrics-port N       serve /metrics (this worker's metrics), /healthz and /readyz (503 while the
+                         database is unreachable or the worker stopped) on port N (0: a free one)
+  --metrics-host H       the metrics port's address (default 127.0.0.1; 0.0.0.0 for every interface)
 `;
 
 function positive(name: string, value: string | undefined): number | undefined {
@@ -89,6 +94,8 @@ export const command: Command = {
         'timeout-ms': { type: 'string' },
         'lease-ms': { type: 'string' },
         'shutdown-grace-ms': { type: 'string' },
+        'metrics-port': { type: 'string' },
+        'metrics-host': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
     });
@@ -96,11 +103,22 @@ export const command: Command = {
       process.stdout.write(HELP);
       return 0;
     }
+    const metricsPort = portFlag(values['metrics-port']);
     const url = requireDatabaseUrl();
     const log = createLogger('push');
     const pool = createPool({ connectionString: url, applicationName: 'tidemark-push' });
     try {
       const worker = await startPushWorker(values, pool, url, log);
+      const metrics =
+        metricsPort === undefined
+          ? undefined
+          : await serveMetrics({
+              port: metricsPort,
+              host: values['metrics-host'],
+              connectionString: url,
+              worker,
+            });
+      if (metrics !== undefined) process.stdout.write(`metrics on ${metrics.url}\n`);
       const queues = worker.metrics().map((m) => `${m.queue}(${m.concurrency})`);
       process.stdout.write(`push worker ${worker.id} ready: ${queues.join(' ')}\n`);
       const signal = await new Promise<NodeJS.Signals>((done) => {
@@ -109,6 +127,7 @@ export const command: Command = {
       });
       log.info({ signal }, 'stopping');
       await worker.stop();
+      await metrics?.close();
       // As `tidemark worker`: with the database unreachable, pool.end() waits on statements that never
       // return; once every attempt is settled (written, or logged as not), they may not keep a
       // stopped worker alive. unref'd: a process that exits by itself first is not held either.

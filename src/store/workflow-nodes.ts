@@ -257,7 +257,7 @@ export async function workflowNodeChildrenRelease(
      ), j AS (
        -- A released job the completing worker has room for starts as its claim would make it
        -- (CLAIM_UPDATE): one fewer claim round trip per step of a chain. Never under a cluster-wide
-       -- or tenant limit, as the lock-free claim (jobClaimBatch).
+       -- or tenant limit nor in a paused queue, as the lock-free claim (jobClaimById).
        INSERT INTO jobs (id, queue, kind, tenant_id, payload, priority, max_attempts, timeout_ms, idempotency_key,
                          key_generated, state, attempt, lease_owner, lease_expires_at, started_at, heartbeat_at)
        OVERRIDING SYSTEM VALUE
@@ -269,7 +269,8 @@ export async function workflowNodeChildrenRelease(
        FROM (SELECT u.*,
                     row_number() OVER (PARTITION BY u.queue ORDER BY u.priority DESC, u.id)
                       <= coalesce(($5::jsonb ->> u.queue)::int, 0)
-                    AND NOT EXISTS (SELECT 1 FROM queues q WHERE q.name = u.queue AND q.max_running IS NOT NULL)
+                    AND NOT EXISTS (SELECT 1 FROM queues q WHERE q.name = u.queue
+                                      AND (q.max_running IS NOT NULL OR q.paused_at IS NOT NULL))
                     AND NOT EXISTS (SELECT 1 FROM tenants tn WHERE tn.max_running IS NOT NULL) AS take
                FROM u WHERE u.go) t
        JOIN workflows w ON w.id = t.workflow_id

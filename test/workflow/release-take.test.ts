@@ -8,6 +8,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { queueUpsert } from '../../src/store/queues.ts';
+import { QueueClient } from '../../src/worker/queue-client.ts';
 import type { NodeSpec } from '../../src/workflow/definition.ts';
 import { WorkflowClient } from '../../src/workflow/workflow-client.ts';
 import { startWorker, waitUntil } from '../worker/support.ts';
@@ -110,4 +111,37 @@ test('a child in a queue under a cluster-wide limit, or one this worker does not
     ],
   );
   assert.equal(runs.find((r) => r.key === 'n3')?.owner, other.id);
+});
+
+test('a child in a paused queue is neither taken nor claimed until the queue resumes', async () => {
+  const queues = new QueueClient(db.pool);
+  await queues.pause('held');
+  await startWorker(
+    db,
+    { step: () => Promise.resolve() },
+    {
+      queues: [
+        { name: 'open', concurrency: 2 },
+        { name: 'held', concurrency: 2 },
+      ],
+    },
+  );
+  await workflows.submit({ id: 'paused', nodes: chain(['open', 'held']) });
+  const held = await waitUntil('n1 released into the paused queue', async () => {
+    const { rows } = await db.pool.query<{ state: string }>(
+      `SELECT j.state FROM workflow_nodes n JOIN jobs j ON j.id = n.job_id
+        WHERE n.workflow_id = 'paused' AND n.key = 'n1'`,
+    );
+    return rows[0]?.state;
+  });
+  assert.equal(held, 'available');
+  await queues.resume('held');
+  const runs = await runsOf('paused');
+  assert.deepEqual(
+    runs.map((r) => [r.key, r.inRelease]),
+    [
+      ['n0', false],
+      ['n1', false],
+    ],
+  );
 });
