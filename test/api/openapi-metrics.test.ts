@@ -27,6 +27,7 @@ const ROUTES = [
   'POST /v1/jobs/{id}/cancel',
   'POST /v1/jobs/{id}/retry',
   'GET /v1/dead-letter',
+  'GET /v1/history',
   'POST /v1/dead-letter/retry',
   'POST /v1/dead-letter/discard',
   'GET /v1/workflows',

@@ -3,6 +3,7 @@ import type { Api } from '../app.ts';
 import { dashboardRoutes } from '../../dashboard/serve.ts';
 import type { RouteDeps } from '../server.ts';
 import { deadLetterRoutes } from './dead-letter.ts';
+import { historyRoutes } from './history.ts';
 import { jobRoutes } from './jobs.ts';
 import { scheduleRoutes } from './schedules.ts';
 import { workerRoutes } from './workers.ts';
@@ -15,6 +16,7 @@ export const routeModules: RouteModule[] = [
   scheduleRoutes,
   jobRoutes,
   deadLetterRoutes,
+  historyRoutes,
   workerRoutes,
   workflowRoutes,
   whoamiRoutes,

@@ -116,7 +116,7 @@ function start(s: Session): void {
   nav.hidden = false;
   show(
     who,
-    h('span', {}, s.admin ? 'Admin token' : 'Tenant token'),
+    h('span', {}, s.admin ? 'Admin token' : `Tenant ${s.tenantId ?? '?'}`),
     h(
       'button',
       {

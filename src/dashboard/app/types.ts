@@ -135,3 +135,12 @@ export interface WorkflowNode {
 export interface ApiErrorBody {
   error: { code: string; message: string; fields?: { field: string; reason: string }[]; requestId: string };
 }
+
+/** GET /v1/history: per-minute figures over a window (src/api/routes/history.ts). */
+export interface History {
+  from: string;
+  to: string;
+  lag: { at: string; count: number; p50Ms: number; p99Ms: number; exact: boolean }[];
+  throughput: { at: string; succeeded: number; failed: number }[];
+  backlog: { at: string; waiting: number }[];
+}

@@ -5,7 +5,8 @@
  * cancel; one job's attempts with their errors.
  */
 import { ApiError, get, post, query } from '../api.ts';
-import { badge, bar, h, notice, show, table } from '../dom.ts';
+import { confirmAction } from '../confirm.ts';
+import { badge, bar, h, notice, show, table, update } from '../dom.ts';
 import { ago, duration, json, local, utc } from '../format.ts';
 import { choice, filterForm, tenantChoice } from '../filters.ts';
 import { errorText, poll, type PageContext } from '../page.ts';
@@ -77,8 +78,16 @@ function cancelButton(job: Job, status: HTMLElement, after: () => Promise<void>)
       type: 'button',
       'aria-label': `Cancel job ${job.id}`,
       onclick: () => {
-        post<{ previousState: string }>(`/v1/jobs/${job.id}/cancel`)
+        confirmAction(
+          `Cancel job ${job.id}?`,
+          job.state === 'running'
+            ? `1 job (${job.kind} in ${job.queue}) is running: its handler is told to stop, and it will not be retried.`
+            : `1 job (${job.kind} in ${job.queue}) will not run.`,
+          'Cancel job',
+        )
+          .then((yes) => (yes ? post<{ previousState: string }>(`/v1/jobs/${job.id}/cancel`) : null))
           .then(async (r) => {
+            if (r === null) return;
             show(status, notice(`Job ${job.id} cancelled (was ${r.previousState}).`, 'ok'));
             await after();
           })
@@ -105,13 +114,13 @@ export async function jobsPage(ctx: PageContext): Promise<void> {
       ctx.signal,
     );
     const now = Date.now();
-    show(
+    update(
       list,
       page.items.length === 0
         ? notice('No jobs match.')
         : table(
             'Jobs, newest first',
-            ['Job', 'Queue', 'Kind', 'Tenant', 'State', 'Attempt', 'Progress', 'Created', ''],
+            ['Job', 'Queue', 'Kind', 'Tenant', 'State', 'Attempt', 'Progress', 'Run time', 'Created', ''],
             page.items.map((j) => [
               h('a', { href: `#/jobs/${j.id}` }, `#${j.id}`),
               j.queue,
@@ -120,10 +129,12 @@ export async function jobsPage(ctx: PageContext): Promise<void> {
               stateBadge(j.state),
               `${j.attempt} / ${j.maxAttempts}`,
               progressCell(j, now),
+              runTime(j, now),
               h('time', { datetime: j.createdAt, title: local(j.createdAt) }, ago(j.createdAt, now)),
               cancelButton(j, status, refresh),
             ]),
             { class: 'jobs' },
+            page.items.map((j) => String(j.id)),
           ),
       page.next === null
         ? null
@@ -132,6 +143,13 @@ export async function jobsPage(ctx: PageContext): Promise<void> {
   };
   poll(ctx, POLL_MS, status, refresh);
   await Promise.resolve();
+}
+
+/** How long the current (or last) attempt ran: to now while running, to its end once finished. */
+export function runTime(job: Job, now: number): string {
+  if (job.startedAt === null) return '—';
+  const end = job.state === 'running' || job.finishedAt === null ? now : Date.parse(job.finishedAt);
+  return duration(Math.max(0, end - Date.parse(job.startedAt)));
 }
 
 function jobFilters(ctx: PageContext, f: { queue: string; state: string; tenantId: string }): HTMLElement {
@@ -161,13 +179,13 @@ async function jobPage(ctx: PageContext, id: string): Promise<void> {
       job = await get<JobDetail>(`/v1/jobs/${encodeURIComponent(id)}`, ctx.signal);
     } catch (error) {
       if (error instanceof ApiError && (error.status === 404 || error.status === 400)) {
-        show(body, h('h1', {}, 'Job not found'), notice(`No job ${id} is visible to this token.`, 'error'));
+        update(body, h('h1', {}, 'Job not found'), notice(`No job ${id} is visible to this token.`, 'error'));
         return;
       }
       throw error;
     }
     const now = Date.now();
-    show(
+    update(
       body,
       h('h1', {}, `Job #${job.id} `, stateBadge(job.state)),
       h(
@@ -207,6 +225,7 @@ async function jobPage(ctx: PageContext, id: string): Promise<void> {
           ['Run at', `${utc(job.runAt)} · ${local(job.runAt)}`],
           ['Started', utc(job.startedAt)],
           ['Finished', utc(job.finishedAt)],
+          ['Run time', runTime(job, now)],
           ['Deadline per attempt', job.timeoutMs === null ? 'none' : duration(job.timeoutMs)],
           ['Worker', job.leaseOwner ?? '—'],
           ['Lease until', utc(job.leaseExpiresAt)],
@@ -242,6 +261,7 @@ async function jobPage(ctx: PageContext, id: string): Promise<void> {
               a.error === null ? '' : h('pre', { class: 'error-text' }, a.error),
             ]),
             { class: 'attempts' },
+            job.attempts.map((a) => String(a.attempt)),
           ),
       h('h2', {}, 'Payload'),
       h('pre', { class: 'json' }, json(job.payload)),
