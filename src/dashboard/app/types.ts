@@ -130,6 +130,10 @@ export interface WorkflowNode {
   error: string | null;
   /** Keys of the nodes this one waits for. */
   dependsOn: string[];
+  /** When its dependencies were met (its job was enqueued), its job started, and it finished. */
+  releasedAt: string | null;
+  startedAt: string | null;
+  finishedAt: string | null;
 }
 
 export interface ApiErrorBody {
