@@ -7,7 +7,7 @@ import { SIGNED_OUT, tokenGet, tokenSet } from './api.ts';
 import { h, notice, show } from './dom.ts';
 import { errorText, type Page } from './page.ts';
 import { deadLetterPage } from './pages/dead-letter.ts';
-import { jobsPage } from './pages/jobs.ts';
+import { jobsPage } from './pages/job-list.ts';
 import { overviewPage } from './pages/overview.ts';
 import { schedulesPage } from './pages/schedules.ts';
 import { workflowsPage } from './pages/workflows.ts';

@@ -1,17 +1,16 @@
 /// <reference lib="dom" />
 /**
- * Jobs: filter by queue, state and tenant; a running job shows its progress (a bar when it gives a
- * percentage, and its message), how long ago it last heartbeated, and a warning when it looks stuck;
- * cancel; one job's attempts with their errors.
+ * One job, and what the list shares with it: a running job shows its progress (a bar when it gives a percentage,
+ * and its message), how long ago it last heartbeated, and a warning when it looks stuck; cancel,
+ * confirmed; one job's attempts with their errors.
  */
-import { ApiError, get, post, query } from '../api.ts';
+import { ApiError, get, post } from '../api.ts';
 import { confirmAction } from '../confirm.ts';
 import { badge, bar, h, notice, show, table, update } from '../dom.ts';
-import { ago, duration, json, local, utc } from '../format.ts';
-import { choice, filterForm, tenantChoice } from '../filters.ts';
+import { duration, json, local, utc } from '../format.ts';
 import { errorText, poll, type PageContext } from '../page.ts';
 import { heartbeatView, progressView } from '../progress.ts';
-import { JOB_STATES, type Job, type JobDetail, type Page } from '../types.ts';
+import type { Job, JobDetail } from '../types.ts';
 
 /** Running jobs move: refresh often enough to watch a progress bar. */
 const POLL_MS = 2000;
@@ -69,7 +68,7 @@ export function progressCell(job: Job, now: number): HTMLElement | string {
   );
 }
 
-function cancelButton(job: Job, status: HTMLElement, after: () => Promise<void>): HTMLElement | null {
+export function cancelButton(job: Job, status: HTMLElement, after: () => Promise<void>): HTMLElement | null {
   if (FINAL.has(job.state)) return null;
   if (job.cancelRequestedAt !== null) return h('span', { class: 'muted' }, 'cancel requested');
   return h(
@@ -98,53 +97,6 @@ function cancelButton(job: Job, status: HTMLElement, after: () => Promise<void>)
   );
 }
 
-export async function jobsPage(ctx: PageContext): Promise<void> {
-  if (ctx.params[0] !== undefined) return jobPage(ctx, ctx.params[0]);
-  const filters = {
-    queue: ctx.query.get('queue') ?? '',
-    state: ctx.query.get('state') ?? '',
-    tenantId: ctx.query.get('tenantId') ?? '',
-  };
-  const status = h('div', { class: 'status-line' });
-  const list = h('div');
-  show(ctx.main, h('h1', {}, 'Jobs'), jobFilters(ctx, filters), status, list);
-  const refresh = async (): Promise<void> => {
-    const page = await get<Page<Job>>(
-      `/v1/jobs${query({ ...filters, tenantId: ctx.session.admin ? filters.tenantId : undefined, limit: 100 })}`,
-      ctx.signal,
-    );
-    const now = Date.now();
-    update(
-      list,
-      page.items.length === 0
-        ? notice('No jobs match.')
-        : table(
-            'Jobs, newest first',
-            ['Job', 'Queue', 'Kind', 'Tenant', 'State', 'Attempt', 'Progress', 'Run time', 'Created', ''],
-            page.items.map((j) => [
-              h('a', { href: `#/jobs/${j.id}` }, `#${j.id}`),
-              j.queue,
-              j.kind,
-              j.tenantId,
-              stateBadge(j.state),
-              `${j.attempt} / ${j.maxAttempts}`,
-              progressCell(j, now),
-              runTime(j, now),
-              h('time', { datetime: j.createdAt, title: local(j.createdAt) }, ago(j.createdAt, now)),
-              cancelButton(j, status, refresh),
-            ]),
-            { class: 'jobs' },
-            page.items.map((j) => String(j.id)),
-          ),
-      page.next === null
-        ? null
-        : h('p', { class: 'hint' }, 'Showing the newest 100; narrow the filters to see others.'),
-    );
-  };
-  poll(ctx, POLL_MS, status, refresh);
-  await Promise.resolve();
-}
-
 /** How long the current (or last) attempt ran: to now while running, to its end once finished. */
 export function runTime(job: Job, now: number): string {
   if (job.startedAt === null) return '—';
@@ -152,24 +104,8 @@ export function runTime(job: Job, now: number): string {
   return duration(Math.max(0, end - Date.parse(job.startedAt)));
 }
 
-function jobFilters(ctx: PageContext, f: { queue: string; state: string; tenantId: string }): HTMLElement {
-  const queue = h('input', { id: 'f-queue', name: 'queue', value: f.queue, autocomplete: 'off' });
-  const state = choice('f-state', 'state', 'any', JOB_STATES, f.state);
-  const tenant = tenantChoice(ctx, 'f-tenant', f.tenantId);
-  return filterForm(
-    'Filter jobs',
-    [
-      ['Queue', queue],
-      ['State', state],
-      ['Tenant', tenant],
-    ],
-    () => {
-      location.hash = `#/jobs${query({ queue: queue.value.trim(), state: state.value, tenantId: tenant?.value })}`;
-    },
-  );
-}
-
-async function jobPage(ctx: PageContext, id: string): Promise<void> {
+/** One job: its facts, progress, attempts and payload; cancel or run again. */
+export async function jobPage(ctx: PageContext, id: string): Promise<void> {
   const status = h('div', { class: 'status-line' });
   const body = h('div');
   show(ctx.main, h('p', {}, h('a', { href: '#/jobs' }, '← Jobs')), status, body);
