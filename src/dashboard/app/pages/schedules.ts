@@ -4,7 +4,8 @@
  * to and the next fire times), list with next fire times in the schedule's own zone and UTC, pause, resume,
  * trigger now; and one schedule's occurrence ledger with on-time, late, skipped and missed marked.
  */
-import { ApiError, get, post, query } from '../api.ts';
+import { ApiError, del, get, patch, post, query } from '../api.ts';
+import { confirmAction } from '../confirm.ts';
 import { badge, h, notice, show, table, update } from '../dom.ts';
 import { duration, inZone, utc } from '../format.ts';
 import { errorText, missingRoutes, poll, type PageContext } from '../page.ts';
@@ -347,6 +348,7 @@ async function schedulePage(ctx: PageContext, id: string): Promise<void> {
         fact('Version', String(s.version)),
       ),
       actions(s, status, refresh),
+      editForm(s, status, refresh),
       h('h2', {}, `Next fire times (${s.timeZone}, then UTC)`),
       s.paused
         ? notice('Paused: nothing fires until it is resumed.')
@@ -389,4 +391,92 @@ function fact(term: string, value: Node | string): HTMLElement[] {
 /** What the schedule means, or why it does not fire: its stored spec no longer compiles. */
 function meaning(s: Schedule): string {
   return s.compiled?.description ?? `Not firing: ${s.specError ?? 'the spec does not compile'}`;
+}
+
+/**
+ * Edit (name, spec, zone, target) and delete. Values are read from the submitted form itself: live
+ * updates keep the elements the operator is typing in and hand them this render's handler.
+ */
+function editForm(s: Schedule, status: HTMLElement, refresh: () => Promise<void>): HTMLElement {
+  const input = (name: string, label: string, value: string) =>
+    field(
+      `edit-${name}`,
+      label,
+      h('input', { id: `edit-${name}`, name, value, required: true, autocomplete: 'off' }),
+    );
+  return h(
+    'details',
+    { class: 'edit' },
+    h('summary', {}, 'Edit or delete'),
+    h(
+      'form',
+      {
+        class: 'card-form',
+        'aria-label': `Edit ${s.name}`,
+        onsubmit: (event: Event) => {
+          event.preventDefault();
+          const data = new FormData(event.target as HTMLFormElement);
+          const text = (key: string): string => {
+            const value = data.get(key);
+            return typeof value === 'string' ? value.trim() : '';
+          };
+          const body = {
+            name: text('name'),
+            spec: text('spec'),
+            timeZone: text('timeZone'),
+            target: {
+              queue: text('queue'),
+              ...(s.target.url === undefined ? { kind: text('kind') } : { url: s.target.url }),
+            },
+          };
+          patch<Schedule>(`/v1/schedules/${s.id}${query({ expectedVersion: s.version })}`, body)
+            .then(async (saved) => {
+              show(
+                status,
+                notice(`Saved ${saved.name} (version ${saved.version}): ${meaning(saved)}.`, 'ok'),
+              );
+              await refresh();
+            })
+            .catch((error: unknown) => show(status, notice(`Not saved: ${errorText(error)}`, 'error')));
+        },
+      },
+      h(
+        'div',
+        { class: 'grid-fields' },
+        input('name', 'Name', s.name),
+        input('spec', 'When', s.spec),
+        input('timeZone', 'Time zone', s.timeZone),
+        input('queue', 'Queue', s.target.queue),
+        s.target.url === undefined ? input('kind', 'Handler', s.target.kind) : null,
+      ),
+      h(
+        'div',
+        { class: 'actions' },
+        h('button', { type: 'submit' }, 'Save changes'),
+        h(
+          'button',
+          {
+            type: 'button',
+            class: 'danger',
+            onclick: () => {
+              void confirmAction(
+                `Delete schedule ${s.name}?`,
+                'It stops firing, and its occurrence ledger is deleted with it. Jobs it already enqueued stay.',
+                'Delete schedule',
+              ).then(async (yes) => {
+                if (!yes) return;
+                try {
+                  await del(`/v1/schedules/${s.id}`);
+                  location.hash = '#/schedules';
+                } catch (error) {
+                  show(status, notice(errorText(error), 'error'));
+                }
+              });
+            },
+          },
+          'Delete schedule',
+        ),
+      ),
+    ),
+  );
 }
