@@ -6,6 +6,8 @@ import type { Clock } from './clock.ts';
 import { createPool, type Pool } from './store/pool.ts';
 import { ScheduleClient } from './scheduler/schedule-client.ts';
 import { JobClient } from './worker/job-client.ts';
+import { QueueClient } from './worker/queue-client.ts';
+import { WorkerRegistryClient } from './worker/registry-client.ts';
 import { WorkflowClient } from './workflow/workflow-client.ts';
 
 export interface ClientOptions {
@@ -18,6 +20,8 @@ export interface ClientOptions {
    * the clock the scheduler runs on, whatever this host's clock says).
    */
   clock?: Clock;
+  /** Who queue pauses, resumes and settings changes made through this client are recorded as. Default `library`. */
+  changedBy?: string;
 }
 
 export class Client {
@@ -28,6 +32,10 @@ export class Client {
   readonly schedules: ScheduleClient;
   /** Workflows: submit DAGs, status, nodes, cancel, resume, signal. */
   readonly workflows: WorkflowClient;
+  /** Queues: settings, pause and resume cluster-wide, and the audit of every change. */
+  readonly queues: QueueClient;
+  /** Worker processes: what each runs, and which stopped or were lost. */
+  readonly workers: WorkerRegistryClient;
   readonly #ownsPool: boolean;
 
   constructor(options: ClientOptions) {
@@ -45,6 +53,8 @@ export class Client {
     this.schedules = new ScheduleClient(this.pool, options.clock);
     this.jobs = new JobClient(this.pool);
     this.workflows = new WorkflowClient(this.pool);
+    this.queues = new QueueClient(this.pool, options.changedBy);
+    this.workers = new WorkerRegistryClient(this.pool);
   }
 
   async close(): Promise<void> {

@@ -25,6 +25,26 @@ export {
   WorkerShutdownError,
 } from './worker/errors.ts';
 export { effectOnce } from './worker/once.ts';
+export {
+  QueueClient,
+  type ChangeOptions,
+  type Queue,
+  type QueueChange,
+  type QueueSnapshot,
+} from './worker/queue-client.ts';
+export {
+  QUEUE_DEFAULTS,
+  QueueInputError,
+  QueueSettingsSchema,
+  type QueueSettingsInput,
+} from './worker/queue-settings.ts';
+export {
+  WorkerRegistryClient,
+  type WorkerInfo,
+  type WorkerJob,
+  type WorkerQueueSlots,
+  type WorkerState,
+} from './worker/registry-client.ts';
 export type { EnqueueInput, JobWithAttempts } from './worker/job-client.ts';
 export {
   WorkflowClient,
@@ -44,6 +64,7 @@ export type { WorkflowListOptions, WorkflowPage, WorkflowSummary } from './workf
 export { SignalTimer } from './workflow/signal-timer.ts';
 export { signalTimeoutsFire } from './store/workflow-signal-timeouts.ts';
 export { createApiServer, type ApiServer, type ApiServerOptions } from './api/server.ts';
+export { serveMetrics, type MetricsServer, type MetricsServerOptions } from './api/metrics-server.ts';
 export {
   exportMaintenanceMetrics,
   exportSchedulerMetrics,

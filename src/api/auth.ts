@@ -14,6 +14,8 @@ import { tokenHash } from './tokens.ts';
 
 export interface Principal {
   tokenId: string;
+  /** The token's name, for the audit of what it changed. */
+  tokenName: string;
   /** null: an admin token, which may act for any tenant. */
   tenantId: string | null;
 }
@@ -52,7 +54,7 @@ export function authHook(options: AuthOptions) {
       void reply.header('retry-after', String(retryAfterS));
       throw new ApiError(429, 'rate_limited', `rate limit exceeded; retry after ${retryAfterS} s`);
     }
-    request.principal = { tokenId: row.id, tenantId: row.tenant_id };
+    request.principal = { tokenId: row.id, tenantId: row.tenant_id, tokenName: row.name };
   };
 }
 

@@ -112,8 +112,26 @@ class SnapshotHistogram extends Histogram<string> {
   }
 }
 
-/** Registers metrics that read every exported source at scrape time. */
-export function registerProcessMetrics(registry: Registry): void {
+/** What a registry of process metrics reads at scrape time. */
+export interface ProcessMetricSources {
+  /** Each left out: that role's metrics are not registered at all. */
+  schedulers?: () => SchedulerMetricsSnapshot[];
+  queues?: () => QueueMetrics[];
+  maintenances?: () => MaintenanceMetricsSnapshot[];
+}
+
+/** Every source handed over with the export… functions above. */
+const EXPORTED: ProcessMetricSources = {
+  schedulers: () => [...schedulers].map((s) => s.snapshot()),
+  queues: () => [...workers].flatMap((w) => w.metrics()),
+  maintenances: () => [...maintenances].map((m) => m.snapshot()),
+};
+
+/**
+ * Registers metrics that read their sources at scrape time: by default every exported source (the
+ * API server's /metrics); a role's own metrics server passes that role's.
+ */
+export function registerProcessMetrics(registry: Registry, sources: ProcessMetricSources = EXPORTED): void {
   const gauge = (name: string, help: string, labelNames: string[], collect: (g: Gauge<string>) => void) =>
     new Gauge({
       name,
@@ -137,79 +155,92 @@ export function registerProcessMetrics(registry: Registry): void {
         collect(this);
       },
     });
-  const schedulerSnapshots = () => [...schedulers].map((s) => s.snapshot());
-  const queueMetrics = () => [...workers].flatMap((w) => w.metrics());
-
-  gauge('tidemark_scheduler_leader', "1 while this process's scheduler leads", [], (g) => {
-    for (const s of schedulerSnapshots()) g.set(s.role === 'leader' ? 1 : 0);
-  });
-  gauge('tidemark_scheduler_epoch', "Lease epoch this process's scheduler leads under", [], (g) => {
-    for (const s of schedulerSnapshots()) if (s.epoch !== null) g.set(s.epoch);
-  });
-  new SnapshotHistogram(
-    registry,
-    'tidemark_scheduler_tick_duration_seconds',
-    'Scheduler tick duration',
-    [],
-    () => schedulerSnapshots().map((s) => ({ labels: {}, counts: s.tickSeconds })),
-  );
-  new SnapshotHistogram(
-    registry,
-    'tidemark_scheduler_occurrence_lag_seconds',
-    'Materialised time minus fire time of each occurrence this process enqueued',
-    [],
-    () => schedulerSnapshots().map((s) => ({ labels: {}, counts: s.lagSeconds })),
-  );
-  counter(
-    'tidemark_scheduler_occurrences_total',
-    'Occurrence rows this process wrote (written), found already written (conflict) or dropped as stale',
-    ['kind'],
-    (c) => {
-      for (const snap of schedulerSnapshots()) {
-        c.inc({ kind: 'written' }, snap.occurrences);
-        c.inc({ kind: 'conflict' }, snap.conflicts);
-        c.inc({ kind: 'stale' }, snap.stale);
+  const {
+    schedulers: schedulerSnapshots,
+    queues: queueMetrics,
+    maintenances: maintenanceSnapshots,
+  } = sources;
+  if (schedulerSnapshots !== undefined) {
+    gauge('tidemark_scheduler_leader', "1 while this process's scheduler leads", [], (g) => {
+      for (const s of schedulerSnapshots()) g.set(s.role === 'leader' ? 1 : 0);
+    });
+    gauge('tidemark_scheduler_epoch', "Lease epoch this process's scheduler leads under", [], (g) => {
+      for (const s of schedulerSnapshots()) if (s.epoch !== null) g.set(s.epoch);
+    });
+    new SnapshotHistogram(
+      registry,
+      'tidemark_scheduler_tick_duration_seconds',
+      'Scheduler tick duration',
+      [],
+      () => schedulerSnapshots().map((s) => ({ labels: {}, counts: s.tickSeconds })),
+    );
+    new SnapshotHistogram(
+      registry,
+      'tidemark_scheduler_occurrence_lag_seconds',
+      'Materialised time minus fire time of each occurrence this process enqueued',
+      [],
+      () => schedulerSnapshots().map((s) => ({ labels: {}, counts: s.lagSeconds })),
+    );
+    counter(
+      'tidemark_scheduler_occurrences_total',
+      'Occurrence rows this process wrote (written), found already written (conflict) or dropped as stale',
+      ['kind'],
+      (c) => {
+        for (const snap of schedulerSnapshots()) {
+          c.inc({ kind: 'written' }, snap.occurrences);
+          c.inc({ kind: 'conflict' }, snap.conflicts);
+          c.inc({ kind: 'stale' }, snap.stale);
+        }
+      },
+    );
+  }
+  if (queueMetrics !== undefined) {
+    new SnapshotHistogram(
+      registry,
+      'tidemark_worker_claim_latency_seconds',
+      'Claim statement latency, per queue',
+      ['queue'],
+      () => queueMetrics().map((q) => ({ labels: { queue: q.queue }, counts: q.claimLatencyMs.seconds })),
+    );
+    new SnapshotHistogram(
+      registry,
+      'tidemark_worker_start_lag_seconds',
+      'Start time minus run-at time of each job this process started, per queue',
+      ['queue'],
+      () => queueMetrics().map((q) => ({ labels: { queue: q.queue }, counts: q.startLagMs.seconds })),
+    );
+    gauge('tidemark_worker_running', 'Jobs running in this process', ['queue'], (g) => {
+      for (const q of queueMetrics()) g.inc({ queue: q.queue }, q.running);
+    });
+    counter('tidemark_job_outcomes_total', 'Attempt outcomes in this process', ['queue', 'outcome'], (c) => {
+      for (const q of queueMetrics()) {
+        for (const [outcome, n] of Object.entries(q.outcomes)) c.inc({ queue: q.queue, outcome }, n);
       }
-    },
-  );
-  new SnapshotHistogram(
-    registry,
-    'tidemark_worker_claim_latency_seconds',
-    'Claim statement latency, per queue',
-    ['queue'],
-    () => queueMetrics().map((q) => ({ labels: { queue: q.queue }, counts: q.claimLatencyMs.seconds })),
-  );
-  new SnapshotHistogram(
-    registry,
-    'tidemark_worker_start_lag_seconds',
-    'Start time minus run-at time of each job this process started, per queue',
-    ['queue'],
-    () => queueMetrics().map((q) => ({ labels: { queue: q.queue }, counts: q.startLagMs.seconds })),
-  );
-  gauge('tidemark_worker_running', 'Jobs running in this process', ['queue'], (g) => {
-    for (const q of queueMetrics()) g.inc({ queue: q.queue }, q.running);
-  });
-  counter('tidemark_job_outcomes_total', 'Attempt outcomes in this process', ['queue', 'outcome'], (c) => {
-    for (const q of queueMetrics()) {
-      for (const [outcome, n] of Object.entries(q.outcomes)) c.inc({ queue: q.queue, outcome }, n);
-    }
-  });
-  new Counter({
-    name: 'tidemark_retention_passes_total',
-    help: 'Retention passes this process has completed while holding the maintenance lease',
-    registers: [registry],
-    collect() {
-      this.reset();
-      for (const m of maintenances) this.inc(m.snapshot().passes);
-    },
-  });
-  gauge('tidemark_maintenance_leader', "1 while this process's maintenance role holds its lease", [], (g) => {
-    for (const m of maintenances) g.set(m.snapshot().role === 'leader' ? 1 : 0);
-  });
-  gauge('tidemark_retention_last_pass_duration_seconds', 'Duration of the last retention pass', [], (g) => {
-    for (const m of maintenances) {
-      const ms = m.snapshot().lastPassMs;
-      if (ms !== null) g.set(ms / 1000);
-    }
-  });
+    });
+  }
+  if (maintenanceSnapshots !== undefined) {
+    new Counter({
+      name: 'tidemark_retention_passes_total',
+      help: 'Retention passes this process has completed while holding the maintenance lease',
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const m of maintenanceSnapshots()) this.inc(m.passes);
+      },
+    });
+    gauge(
+      'tidemark_maintenance_leader',
+      "1 while this process's maintenance role holds its lease",
+      [],
+      (g) => {
+        for (const m of maintenanceSnapshots()) g.set(m.role === 'leader' ? 1 : 0);
+      },
+    );
+    gauge('tidemark_retention_last_pass_duration_seconds', 'Duration of the last retention pass', [], (g) => {
+      for (const m of maintenanceSnapshots()) {
+        const ms = m.lastPassMs;
+        if (ms !== null) g.set(ms / 1000);
+      }
+    });
+  }
 }

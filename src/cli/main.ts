@@ -21,6 +21,8 @@ const commands: Record<string, () => Promise<Command>> = {
   workflow: async () => (await import('./http/workflow.ts')).command,
   token: async () => (await import('./http/token.ts')).command,
   tenant: async () => (await import('./http/tenant.ts')).command,
+  queue: async () => (await import('./http/queue.ts')).command,
+  workers: async () => (await import('./http/workers.ts')).command,
   next: async () => (await import('./next.ts')).command,
   explain: async () => (await import('./explain.ts')).command,
   worker: async () => (await import('./worker.ts')).command,

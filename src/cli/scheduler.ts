@@ -12,6 +12,8 @@ import { Scheduler, SCHEDULER_DEFAULTS } from '../scheduler/scheduler.ts';
 import { TimeSourceKind } from '../scheduler/time-source.ts';
 import { schemaCheck } from '../store/migrate.ts';
 import { createPool } from '../store/pool.ts';
+import { serveMetrics } from '../api/metrics-server.ts';
+import { portFlag } from './port-flag.ts';
 import { requireDatabaseUrl } from './database-url.ts';
 import { createMaintenance } from './maintenance-role.ts';
 import type { Command } from './main.ts';
@@ -40,6 +42,10 @@ options:
   --retention FILE         retention settings (JSON; docs/production.md). Every scheduler replica
                            also runs the maintenance role: the one holding its lease prunes history
   --no-maintenance         do not run the maintenance role in this replica
+  --metrics-port N         serve /metrics (this replica's scheduler and maintenance metrics),
+                           /healthz and /readyz (database reachable, schema current, roles
+                           running; 503 otherwise) on port N (0: a free one, printed at start)
+  --metrics-host H         the metrics port's address (default 127.0.0.1; 0.0.0.0 for every interface)
 
 DURATION is a number with ms, s or m (e.g. 500ms, 2s); a bare number is milliseconds.
 `;
@@ -85,6 +91,8 @@ export const command: Command = {
         'unsafe-no-election': { type: 'boolean', default: false },
         retention: { type: 'string' },
         'no-maintenance': { type: 'boolean', default: false },
+        'metrics-port': { type: 'string' },
+        'metrics-host': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
     });
@@ -120,6 +128,7 @@ export const command: Command = {
     if (!(Number.isInteger(writers) && writers >= 1)) {
       throw new UsageError(`--writers: '${values.writers}' is not a positive integer`);
     }
+    const metricsPort = portFlag(values['metrics-port']);
     const url = requireDatabaseUrl();
     const log = createLogger('scheduler');
     const pool = createPool({ connectionString: url, applicationName: 'tidemark-scheduler' });
@@ -158,6 +167,17 @@ export const command: Command = {
     });
     await scheduler.start();
     maintenance?.start();
+    const metrics =
+      metricsPort === undefined
+        ? undefined
+        : await serveMetrics({
+            port: metricsPort,
+            host: values['metrics-host'],
+            connectionString: url,
+            scheduler,
+            ...(maintenance === null ? {} : { maintenance }),
+          });
+    if (metrics !== undefined) process.stdout.write(`metrics on ${metrics.url}\n`);
     process.stdout.write(
       `scheduler ${scheduler.holder} started (${scheduler.isLeader ? 'leader' : 'standby'})\n`,
     );
@@ -174,6 +194,7 @@ export const command: Command = {
       process.exit(1);
     }
     log.info({ signal }, 'stopping');
+    await metrics?.close();
     await maintenance?.stop();
     await scheduler.stop();
     await pool.end();

@@ -8,27 +8,53 @@ import { parseArgs } from 'node:util';
 import { createLogger } from '../log.ts';
 import { schemaCheck } from '../store/migrate.ts';
 import { createPool, type Pool } from '../store/pool.ts';
-import { queueUpsert } from '../store/queues.ts';
 import { applyQueueFlags, ConfigError, parseConfigFile, type WorkerConfig } from '../worker/config.ts';
+import { queueSettingsApply } from '../worker/queue-client.ts';
+import { QueueInputError } from '../worker/queue-settings.ts';
 import { Worker } from '../worker/worker.ts';
+import { serveMetrics } from '../api/metrics-server.ts';
 import { requireDatabaseUrl } from './database-url.ts';
+import { portFlag } from './port-flag.ts';
 import { handlersLoad } from './handlers-module.ts';
 import type { Command } from './main.ts';
 import { UsageError } from './usage-error.ts';
 
 const HELP = `usage: tidemark worker --handlers MODULE [--queue NAME[:CONCURRENCY]]... [--config FILE]
                        [--lease-ms N] [--poll-ms N] [--timeout-grace-ms N] [--shutdown-grace-ms N]
-                       [--batch N] [--id ID] [--no-maintenance]
+                       [--batch N] [--id ID] [--no-maintenance] [--registry-heartbeat-ms N]
+                       [--metrics-port N] [--metrics-host H]
 
 Runs jobs from the database at DATABASE_URL. MODULE's default export maps job kinds to handlers,
 async (ctx) => result; MODULE is .js, .mjs or .cjs, or .ts, .mts or .cts (run by Node 22.18+
-itself, or by tsx installed in the module's project). Each --queue gets its own claim loop with CONCURRENCY slots (default 10);
-with no --queue and no --config, the queue 'default' is run. --config FILE (JSON) may also set each
-queue's claimAhead (jobs claimed ahead of free slots, default 1000) and its cluster-wide maxRunning,
-maxAttempts, backoffBaseMs, backoffMaxMs and timeoutMs, the latter written to the queues table at
-start. Defaults: lease 30 s, poll 1 s, timeout grace 5 s, shutdown grace 10 s, batch 1000. It does
-not migrate: against a database whose schema is not this build's it says so and exits 1 (run
-'tidemark migrate' first).
+itself, or by tsx installed in the module's project). Each --queue gets its own claim loop with
+CONCURRENCY slots (default 10); with no --queue and no --config, the queue 'default' is run.
+It does not migrate: against a database whose schema is not this build's it says so and exits 1
+(run 'tidemark migrate' first).
+
+--config FILE (JSON): this process's settings, and per queue its local concurrency and claimAhead
+and its cluster-wide settings, written to the queues table at start for every worker (recorded in
+the queue's changes as made by this worker; the same shape as client.queues.update and
+PATCH /v1/queues/NAME take). Every field is optional; unknown fields are refused.
+  { "leaseMs": 30000,             lease of a job without its own heartbeat interval
+    "pollMs": 1000,               polling fallback and maintenance interval
+    "timeoutGraceMs": 5000,       how long a handler may run on after its deadline or cancel
+    "shutdownGraceMs": 10000,     how long SIGTERM waits for running handlers
+    "batchSize": 1000,            most jobs per claim and per completion statement
+    "registryHeartbeatMs": 5000,  worker registry heartbeat; 3 missed: shown lost
+    "queues": { "emails": {
+      "concurrency": 10,          handlers at once in this process
+      "claimAhead": 1000,         jobs claimed ahead of free slots; 0: off
+      "maxRunning": null,         cluster-wide cap on running jobs; null: none
+      "maxAttempts": 4,           attempts before the dead letter
+      "backoffBaseMs": 1000,      first retry delay; doubles each attempt, with jitter
+      "backoffMaxMs": 3600000,    longest retry delay, at least backoffBaseMs
+      "timeoutMs": null } } }     deadline per attempt unless the job sets one; null: none
+The values shown are the defaults. Flags override the file.
+
+--metrics-port N serves /metrics (this worker's claim latency, start lag, running and outcomes per
+queue), /healthz and /readyz (database reachable, schema current, worker running; 503 otherwise)
+on port N (0: a free one; the address is printed at start) of --metrics-host (default 127.0.0.1;
+0.0.0.0 for every interface).
 `;
 
 export interface WorkerRole {
@@ -47,6 +73,7 @@ export const workerFlags = {
   batch: { type: 'string' },
   id: { type: 'string' },
   'no-maintenance': { type: 'boolean' },
+  'registry-heartbeat-ms': { type: 'string' },
 } as const;
 
 export type WorkerFlagValues = {
@@ -60,6 +87,7 @@ export type WorkerFlagValues = {
   batch?: string;
   id?: string;
   'no-maintenance'?: boolean;
+  'registry-heartbeat-ms'?: string;
 };
 
 function intFlag(value: string | undefined, name: string, min: number): number | undefined {
@@ -101,9 +129,6 @@ export async function startWorkerRole(
   }
   await schemaCheck(pool);
   const handlers = await handlersLoad(values.handlers);
-  for (const q of config.queues) {
-    if (Object.keys(q.settings).length > 0) await queueUpsert(pool, q.name, q.settings);
-  }
   const worker = new Worker({
     pool,
     connectionString: url,
@@ -121,7 +146,19 @@ export async function startWorkerRole(
     shutdownGraceMs: intFlag(values['shutdown-grace-ms'], 'shutdown-grace-ms', 0) ?? config.shutdownGraceMs,
     batchSize: intFlag(values.batch, 'batch', 1) ?? config.batchSize,
     maintenance: values['no-maintenance'] !== true,
+    registryHeartbeatMs:
+      intFlag(values['registry-heartbeat-ms'], 'registry-heartbeat-ms', 1) ?? config.registryHeartbeatMs,
   });
+  for (const q of config.queues) {
+    if (Object.keys(q.settings).length === 0) continue;
+    try {
+      await queueSettingsApply(pool, q.name, q.settings, `worker ${worker.id}`);
+    } catch (error) {
+      if (!(error instanceof QueueInputError)) throw error;
+      const field = error.field.replace(/^settings\./, '');
+      throw new UsageError(`config.queues.${q.name}.${field}: ${error.reason}`, { cause: error });
+    }
+  }
   await worker.start();
   return { worker, stop: () => worker.stop() };
 }
@@ -131,12 +168,18 @@ export const command: Command = {
   async run(args) {
     const { values } = parseArgs({
       args,
-      options: { ...workerFlags, help: { type: 'boolean', short: 'h' } },
+      options: {
+        ...workerFlags,
+        'metrics-port': { type: 'string' },
+        'metrics-host': { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
     });
     if (values.help === true) {
       process.stdout.write(HELP);
       return 0;
     }
+    const metricsPort = portFlag(values['metrics-port']);
     const url = requireDatabaseUrl();
     const pool = createPool({ connectionString: url, max: 10, applicationName: 'tidemark-worker' });
     let role: WorkerRole;
@@ -146,6 +189,17 @@ export const command: Command = {
       await pool.end();
       throw error;
     }
+    // Its own connection: a /readyz waiting on an unreachable database never holds one the worker needs.
+    const metrics =
+      metricsPort === undefined
+        ? undefined
+        : await serveMetrics({
+            port: metricsPort,
+            host: values['metrics-host'],
+            connectionString: url,
+            worker: role.worker,
+          });
+    if (metrics !== undefined) process.stdout.write(`metrics on ${metrics.url}\n`);
     const queues = role.worker.metrics().map((m) => `${m.queue}(${m.concurrency})`);
     process.stdout.write(`worker ${role.worker.id} ready: ${queues.join(' ')}\n`);
     const signal = await new Promise<NodeJS.Signals>((done) => {
@@ -154,6 +208,7 @@ export const command: Command = {
     });
     process.stdout.write(`worker stopping (${signal})\n`);
     await role.stop();
+    await metrics?.close();
     // A handlers module may hold its own handles (a pg pool's idle clients linger 10 s), and with the
     // database unreachable pool.end() waits on statements that never return: once every job is
     // settled (and written, or logged as not), neither may keep a stopped worker alive. unref'd: a

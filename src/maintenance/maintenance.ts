@@ -29,6 +29,7 @@ import {
   workflowPrunedDelete,
   workflowPrunedList,
   workflowPruneMark,
+  workerPruneBatch,
   type NodePruneResult,
   type WorkflowCursor,
   type WorkflowMarkResult,
@@ -181,6 +182,7 @@ export class Maintenance {
       occurrences: 0,
       workflows: 0,
       workflow_nodes: 0,
+      workers: 0,
     };
     const result = (held: boolean): PassResult => ({
       held,
@@ -201,7 +203,8 @@ export class Maintenance {
     const held =
       (await this.#pruneJobs(plan, count)) &&
       (await this.#pruneOccurrences(plan, count)) &&
-      (await this.#pruneWorkflows(plan, count));
+      (await this.#pruneWorkflows(plan, count)) &&
+      (await this.#pruneWorkers(plan, count));
     await Promise.all(counts);
     this.metrics.passes++;
     this.metrics.lastPassMs = performance.now() - started;
@@ -344,6 +347,24 @@ export class Maintenance {
         if (done === null) return false;
       }
       if (ids.length < WORKFLOW_PAGE) return true;
+    }
+  }
+
+  async #pruneWorkers(
+    plan: RetentionPlan,
+    count: (table: PrunedTable, n: number, startedMs: number) => void,
+  ): Promise<boolean> {
+    const retentionS = plan.workersS;
+    if (retentionS === null) return true;
+    for (;;) {
+      const r = await this.#batch(
+        'workers',
+        (fence) => workerPruneBatch(this.#pool, fence, this.#now(), retentionS, this.#batchSize),
+        (r) => r.deleted,
+        count,
+      );
+      if (r === null) return false;
+      if (r.deleted < this.#batchSize) return true;
     }
   }
 

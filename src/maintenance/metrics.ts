@@ -9,6 +9,7 @@ export const PrunedTable = {
   occurrences: 'occurrences',
   workflows: 'workflows',
   workflow_nodes: 'workflow_nodes',
+  workers: 'workers',
 } as const;
 export type PrunedTable = (typeof PrunedTable)[keyof typeof PrunedTable];
 
@@ -33,6 +34,7 @@ export class MaintenanceMetrics {
     occurrences: 0,
     workflows: 0,
     workflow_nodes: 0,
+    workers: 0,
   };
 
   add(table: PrunedTable, n: number): void {

@@ -24,6 +24,8 @@ export interface RetentionConfig extends RetentionOverride {
   enabled?: boolean;
   queues?: Record<string, RetentionOverride>;
   tenants?: Record<string, RetentionOverride>;
+  /** How long a stopped or lost worker stays in the registry (GET /v1/workers). Default 1 day. */
+  workers?: RetentionDuration;
 }
 
 const DAY_S = 86_400;
@@ -38,6 +40,9 @@ export const RETENTION_DEFAULTS: Readonly<RetentionSeconds> = {
   dead: 30 * DAY_S,
   occurrences: 30 * DAY_S,
 };
+
+/** A day of stopped and lost workers: enough to see what ran overnight, no more than a fleet's churn. */
+export const WORKER_RETENTION_DEFAULT_S = DAY_S;
 
 /**
  * Shortest retention accepted: a finished job is still read right after it ends (its enqueuer polls
@@ -135,6 +140,8 @@ export interface RetentionPlan {
   jobHorizonS: number | null;
   occurrenceHorizonS: number | null;
   workflowHorizonS: number | null;
+  /** Stopped and lost workers' registry rows; null: kept forever. */
+  workersS: number | null;
 }
 
 function shortest(policy: RetentionPolicy, keys: readonly Key[], withQueues: boolean): number | null {
@@ -155,7 +162,7 @@ function shortest(policy: RetentionPolicy, keys: readonly Key[], withQueues: boo
  */
 export function retentionPlan(config: unknown = {}, field = 'retention'): RetentionPlan | null {
   if (!isRecord(config)) throw new RetentionConfigError(field, 'expected an object');
-  const known = ['enabled', 'queues', 'tenants', ...KEYS];
+  const known = ['enabled', 'queues', 'tenants', 'workers', ...KEYS];
   for (const k of Object.keys(config)) {
     if (!known.includes(k)) {
       throw new RetentionConfigError(`${field}.${k}`, `unknown field (expected one of ${known.join(', ')})`);
@@ -175,7 +182,10 @@ export function retentionPlan(config: unknown = {}, field = 'retention'): Retent
     t: overrides(`${field}.tenants`, config.tenants, /^[a-z0-9][a-z0-9_-]{0,62}$/, 'tenant'),
   };
   if (!enabled) return null;
+  const workersS =
+    config.workers === undefined ? WORKER_RETENTION_DEFAULT_S : seconds(`${field}.workers`, config.workers);
   return {
+    workersS: workersS < 0 ? null : workersS,
     policy,
     jobHorizonS: shortest(policy, ['succeeded', 'cancelled', 'dead'], true),
     occurrenceHorizonS: shortest(policy, ['occurrences'], true),

@@ -48,7 +48,8 @@ export async function remoteClaim(pool: Pool, request: ClaimRequest): Promise<Cl
   for (const queue of request.queues) {
     const limit = request.limit - jobs.length;
     const cursor = request.cursors?.[queue] ?? '';
-    if (limit <= 0) {
+    // A paused queue: its claim would find nothing (jobClaimBatch), so it is not asked.
+    if (limit <= 0 || limits.pausedQueues.has(queue)) {
       cursors[queue] = cursor;
       continue;
     }

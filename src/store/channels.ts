@@ -1,7 +1,7 @@
 /**
  * The NOTIFY channels the schema's triggers and statements send on, and the statements that listen
  * to them. Payloads: a queue with new work (jobs), a job id to cancel, a lease name released, a
- * schedule id edited.
+ * schedule id edited, a queue paused, resumed or changed.
  */
 import type { Queryable } from './pool.ts';
 
@@ -10,6 +10,7 @@ export const Channel = {
   cancel: 'tidemark_cancel',
   lease: 'tidemark_lease',
   schedules: 'tidemark_schedules',
+  queues: 'tidemark_queues',
 } as const;
 export type Channel = (typeof Channel)[keyof typeof Channel];
 
@@ -33,4 +34,9 @@ export async function jobsWake(db: Queryable, payload: string): Promise<void> {
     text: `SELECT pg_notify('${Channel.jobs}', $1)`,
     values: [payload],
   });
+}
+
+/** Tells every worker that a queue was paused, resumed or changed (payload: the queue), at commit. */
+export async function queueChangedNotify(db: Queryable, queue: string): Promise<void> {
+  await db.query(`SELECT pg_notify('${Channel.queues}', $1)`, [queue]);
 }

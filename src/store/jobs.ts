@@ -180,7 +180,10 @@ export async function jobClaimBatch(db: Queryable, p: JobClaimParams): Promise<J
           (SELECT tenant_id, 0 AS pass FROM after_cursor WHERE tenant_id IS NOT NULL LIMIT $2)
           UNION ALL
           (SELECT tenant_id, 1 AS pass FROM from_start WHERE tenant_id IS NOT NULL AND tenant_id <= $5 LIMIT $2)
-        ) t LIMIT $2
+        ) t
+        -- A paused queue (0023): a one-time filter, so nothing below is read or locked.
+        WHERE NOT EXISTS (SELECT 1 FROM queues q WHERE q.name = $1 AND q.paused_at IS NOT NULL)
+        LIMIT $2
       ),
       share AS (SELECT ceil($2::float8 / greatest(count(*), 1))::int AS k FROM lines),
       room AS (
@@ -257,7 +260,7 @@ export async function jobClaimById(db: Queryable, p: JobClaimByIdParams): Promis
       WHERE j.id = (SELECT id FROM jobs WHERE id = $2 AND queue = $1 AND state = 'available' AND run_at <= now()
                       AND (after_job_id IS NULL OR tidemark_job_finished(after_job_id))
                     FOR UPDATE SKIP LOCKED)
-        AND NOT EXISTS (SELECT 1 FROM queues q WHERE q.name = $1 AND q.max_running IS NOT NULL)
+        AND NOT EXISTS (SELECT 1 FROM queues q WHERE q.name = $1 AND (q.max_running IS NOT NULL OR q.paused_at IS NOT NULL))
         AND NOT EXISTS (SELECT 1 FROM tenants t WHERE t.max_running IS NOT NULL)
         ${CLAIM_COMMIT}
       ${CLAIM_RETURNING}`,
@@ -285,17 +288,24 @@ export async function jobClaimLock(db: Queryable, queue: string, tenantQuotas: b
 export interface ClaimLimits {
   /** Queues (of those asked about) with a cluster-wide max_running. */
   limitedQueues: Set<string>;
+  /** Queues (of those asked about) paused cluster-wide: every claim skips them. */
+  pausedQueues: Set<string>;
   tenantQuotas: boolean;
 }
 
 export async function jobClaimLimitsGet(db: Queryable, queues: readonly string[]): Promise<ClaimLimits> {
-  const result = await db.query<{ limited: string[]; quotas: boolean }>(
+  const result = await db.query<{ limited: string[]; paused: string[]; quotas: boolean }>(
     `SELECT coalesce((SELECT array_agg(name) FROM queues WHERE name = ANY ($1::text[]) AND max_running IS NOT NULL), '{}') AS limited,
+            coalesce((SELECT array_agg(name) FROM queues WHERE name = ANY ($1::text[]) AND paused_at IS NOT NULL), '{}') AS paused,
             EXISTS (SELECT 1 FROM tenants WHERE max_running IS NOT NULL) AS quotas`,
     [queues],
   );
   const row = result.rows[0];
-  return { limitedQueues: new Set(row?.limited ?? []), tenantQuotas: row?.quotas ?? false };
+  return {
+    limitedQueues: new Set(row?.limited ?? []),
+    pausedQueues: new Set(row?.paused ?? []),
+    tenantQuotas: row?.quotas ?? false,
+  };
 }
 
 // ---------------------------------------------------------------------------------------------

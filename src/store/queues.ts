@@ -12,13 +12,16 @@ export interface QueueSettings {
 
 export interface QueueRow extends QueueSettings {
   name: string;
+  /** Set while the queue is paused: every claim skips it. */
+  pausedAt: Date | null;
+  pausedBy: string | null;
   createdAt: Date;
   updatedAt: Date;
 }
 
 const COLUMNS = `name, max_running AS "maxRunning", max_attempts AS "maxAttempts",
   backoff_base_ms AS "backoffBaseMs", backoff_max_ms AS "backoffMaxMs", timeout_ms AS "timeoutMs",
-  created_at AS "createdAt", updated_at AS "updatedAt"`;
+  paused_at AS "pausedAt", paused_by AS "pausedBy", created_at AS "createdAt", updated_at AS "updatedAt"`;
 
 /**
  * Creates the queue or changes the settings given; a setting left undefined keeps its stored value
@@ -64,6 +67,31 @@ export async function queueUpsert(
 export async function queueGet(db: Queryable, name: string): Promise<QueueRow | undefined> {
   const result = await db.query<QueueRow>(`SELECT ${COLUMNS} FROM queues WHERE name = $1`, [name]);
   return result.rows[0];
+}
+
+/**
+ * The queue's row, created with the column defaults if it has none, locked until the caller's
+ * transaction ends: a change and its audit row then describe the same before and after.
+ */
+export async function queueLock(db: Queryable, name: string): Promise<QueueRow> {
+  await db.query(`INSERT INTO queues (name) VALUES ($1) ON CONFLICT (name) DO NOTHING`, [name]);
+  const result = await db.query<QueueRow>(`SELECT ${COLUMNS} FROM queues WHERE name = $1 FOR UPDATE`, [name]);
+  const row = result.rows[0];
+  if (row === undefined) throw new Error(`queue ${name}: lock found no row`);
+  return row;
+}
+
+/** Pauses the queue (`by` who did it), or resumes it (`by` null). */
+export async function queuePausedSet(db: Queryable, name: string, by: string | null): Promise<QueueRow> {
+  const result = await db.query<QueueRow>(
+    `UPDATE queues SET paused_at = CASE WHEN $2::text IS NULL THEN NULL ELSE now() END, paused_by = $2,
+            updated_at = now()
+      WHERE name = $1 RETURNING ${COLUMNS}`,
+    [name, by],
+  );
+  const row = result.rows[0];
+  if (row === undefined) throw new Error(`queue ${name}: no row to pause or resume`);
+  return row;
 }
 
 export async function queueList(db: Queryable): Promise<QueueRow[]> {

@@ -393,3 +393,40 @@ export async function retentionCountList(db: Queryable): Promise<{ table: string
   });
   return rows;
 }
+
+/**
+ * Deletes up to `limit` worker registry rows that stopped, or were lost (no heartbeat for three of
+ * their intervals), longer than `retentionS` ago. The registry is about the size of the fleet, so
+ * one statement a pass keeps it there.
+ */
+export async function workerPruneBatch(
+  db: Queryable,
+  fence: Fence,
+  now: Date | null,
+  retentionS: number,
+  limit: number,
+): Promise<{ fenced: boolean; deleted: number }> {
+  const { rows } = await db.query<{ fenced: boolean; deleted: number }>({
+    name: 'workerPruneBatch',
+    text: `WITH fence AS (
+             SELECT epoch FROM leases
+              WHERE name = $1 AND holder = $2 AND epoch = $3 AND expires_at > clock_timestamp()
+              FOR KEY SHARE
+           ), t AS (
+             SELECT coalesce($4::timestamptz, clock_timestamp()) - make_interval(secs => $5) AS cutoff
+           ), del AS (
+             DELETE FROM workers w
+              WHERE w.id = ANY (ARRAY(
+                      SELECT id FROM workers, t
+                       WHERE EXISTS (SELECT 1 FROM fence)
+                         AND coalesce(stopped_at, heartbeat_at + make_interval(secs => heartbeat_ms * 3 / 1000.0)) < t.cutoff
+                       LIMIT $6))
+             RETURNING 1
+           )
+           SELECT EXISTS (SELECT 1 FROM fence) AS fenced, (SELECT count(*) FROM del)::int AS deleted`,
+    values: [fence.lease, fence.holder, fence.epoch, now, retentionS, limit],
+  });
+  const row = rows[0];
+  if (row === undefined) throw new Error('workerPruneBatch returned no row');
+  return row;
+}

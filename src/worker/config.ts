@@ -1,14 +1,17 @@
 /**
- * Worker configuration from a JSON file and flags. Local settings (concurrency, intervals) belong to
- * one process; the queue's cluster-wide settings (maxRunning, retry policy, timeout) live in the
- * `queues` table, and a worker started with them writes them there at start, for every worker.
+ * Worker configuration from a JSON file and flags. Local settings (concurrency, claimAhead,
+ * intervals) belong to one process; the queue's cluster-wide settings (maxRunning, maxAttempts,
+ * backoffBaseMs, backoffMaxMs, timeoutMs: queue-settings.ts, the shape the library and the API take
+ * too) live in the `queues` table, and a worker started with them writes them there at start, for
+ * every worker, recorded in the queue's changes as made by that worker.
  *
  *   { "leaseMs": 30000, "pollMs": 1000, "timeoutGraceMs": 5000, "shutdownGraceMs": 10000,
- *     "batchSize": 1000,
+ *     "batchSize": 1000, "registryHeartbeatMs": 5000,
  *     "queues": { "emails": { "concurrency": 20, "claimAhead": 100, "maxRunning": 100, "maxAttempts": 5,
  *                             "backoffBaseMs": 1000, "backoffMaxMs": 600000, "timeoutMs": 30000 } } }
  */
 import type { QueueSettings } from '../store/queues.ts';
+import { QueueInputError, queueSettingsCheck, QueueSettingsSchema } from './queue-settings.ts';
 
 export interface WorkerQueueConfig {
   name: string;
@@ -24,12 +27,22 @@ export interface WorkerConfig {
   timeoutGraceMs?: number;
   shutdownGraceMs?: number;
   batchSize?: number;
+  registryHeartbeatMs?: number;
   queues: WorkerQueueConfig[];
 }
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
 }
+
+const LOCAL_SETTINGS = [
+  'leaseMs',
+  'pollMs',
+  'timeoutGraceMs',
+  'shutdownGraceMs',
+  'batchSize',
+  'registryHeartbeatMs',
+] as const;
 
 const QUEUE_RE = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/;
 const DEFAULT_CONCURRENCY = 10;
@@ -53,10 +66,10 @@ function queueName(name: string, field: string): string {
 /** Parses a config file's contents (already JSON.parse'd). */
 export function parseConfigFile(raw: unknown): WorkerConfig {
   if (!isRecord(raw)) throw new ConfigError('config: must be a JSON object');
-  const known = new Set(['leaseMs', 'pollMs', 'timeoutGraceMs', 'shutdownGraceMs', 'batchSize', 'queues']);
+  const known = new Set([...LOCAL_SETTINGS, 'queues']);
   for (const k of Object.keys(raw)) if (!known.has(k)) throw new ConfigError(`config.${k}: unknown setting`);
   const config: WorkerConfig = { queues: [] };
-  for (const k of ['leaseMs', 'pollMs', 'timeoutGraceMs', 'shutdownGraceMs', 'batchSize'] as const) {
+  for (const k of LOCAL_SETTINGS) {
     if (raw[k] !== undefined) config[k] = positiveInt(raw[k], `config.${k}`, k === 'timeoutGraceMs' ? 0 : 1);
   }
   if (raw.queues !== undefined) {
@@ -66,28 +79,19 @@ export function parseConfigFile(raw: unknown): WorkerConfig {
       const field = `config.queues.${name}`;
       queueName(name, field);
       if (!isRecord(q)) throw new ConfigError(`${field}: must be an object`);
-      const settings: Partial<QueueSettings> = {};
-      const allowed = new Set([
-        'concurrency',
-        'claimAhead',
-        'maxRunning',
-        'maxAttempts',
-        'backoffBaseMs',
-        'backoffMaxMs',
-        'timeoutMs',
-      ]);
-      for (const k of Object.keys(q))
-        if (!allowed.has(k)) throw new ConfigError(`${field}.${k}: unknown setting`);
-      if (q.maxRunning !== undefined)
-        settings.maxRunning = q.maxRunning === null ? null : positiveInt(q.maxRunning, `${field}.maxRunning`);
-      if (q.maxAttempts !== undefined)
-        settings.maxAttempts = positiveInt(q.maxAttempts, `${field}.maxAttempts`);
-      if (q.backoffBaseMs !== undefined)
-        settings.backoffBaseMs = positiveInt(q.backoffBaseMs, `${field}.backoffBaseMs`, 0);
-      if (q.backoffMaxMs !== undefined)
-        settings.backoffMaxMs = positiveInt(q.backoffMaxMs, `${field}.backoffMaxMs`, 0);
-      if (q.timeoutMs !== undefined)
-        settings.timeoutMs = q.timeoutMs === null ? null : positiveInt(q.timeoutMs, `${field}.timeoutMs`);
+      const { concurrency: _c, claimAhead: _a, ...rest } = q;
+      let settings: Partial<QueueSettings>;
+      try {
+        settings = queueSettingsCheck(rest, field);
+      } catch (error) {
+        if (error instanceof QueueInputError) {
+          const reason = error.reason.startsWith('unknown setting')
+            ? `unknown setting (expected one of concurrency, claimAhead, ${Object.keys(QueueSettingsSchema.properties).join(', ')})`
+            : error.reason;
+          throw new ConfigError(`${error.field}: ${reason}`, { cause: error });
+        }
+        throw error;
+      }
       const concurrency =
         q.concurrency === undefined
           ? DEFAULT_CONCURRENCY

@@ -1,7 +1,7 @@
 /**
  * One LISTEN connection per worker process: `tidemark_jobs` (payload: a queue with new work, and
  * the job's id when one statement inserted a single one: `<queue> <id>`) and
- * `tidemark_cancel` (payload: a job id). If the connection drops it reconnects with backoff and then
+ * `tidemark_cancel` (payload: a job id) and `tidemark_queues` (payload: a queue paused, resumed or changed). If the connection drops it reconnects with backoff and then
  * reports `onReconnect`, because notifications sent meanwhile are lost; polling covers the gap.
  */
 import pg from 'pg';
@@ -12,6 +12,7 @@ export interface ListenerEvents {
   /** `jobId`: the single job a statement inserted, when the wake-up names it. */
   onJobs(queue: string, jobId: number | undefined): void;
   onCancel(jobId: number): void;
+  onQueueChange(queue: string): void;
   onReconnect(): void;
 }
 
@@ -43,6 +44,8 @@ export class Listener {
         else this.#events.onJobs(msg.payload.slice(0, space), Number(msg.payload.slice(space + 1)));
       } else if (msg.channel === Channel.cancel && msg.payload !== undefined) {
         this.#events.onCancel(Number(msg.payload));
+      } else if (msg.channel === Channel.queues && msg.payload !== undefined) {
+        this.#events.onQueueChange(msg.payload);
       }
     });
     client.on('error', (error) => {
@@ -51,7 +54,7 @@ export class Listener {
     });
     client.on('end', () => this.#scheduleReconnect(client, 100));
     await client.connect();
-    await listen(client, [Channel.jobs, Channel.cancel]);
+    await listen(client, [Channel.jobs, Channel.cancel, Channel.queues]);
     this.#client = client;
   }
 

@@ -7,9 +7,15 @@
  * missed. A queue may claim ahead of its free slots into a local buffer (QueueOptions.claimAhead), so
  * a slot that frees starts its next job without a claim round trip. `stop()` stops claiming, hands
  * buffered jobs back at once, lets handlers finish within a grace period, then hands the rest back.
+ *
+ * The process registers itself in the worker registry (store/workers.ts) at start, heartbeats there
+ * with its slots in use, and is marked stopped at the end of stop(). A paused queue (QueueClient) is
+ * skipped by the claim statements themselves; this process also stops starting its buffered jobs and
+ * hands them back as soon as it hears of the pause (a notification, else its next limits refresh).
  */
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
+import { VERSION } from '../version.ts';
 import type { Clock } from '../clock.ts';
 import { systemClock } from '../clock.ts';
 import { createLogger, type Logger } from '../log.ts';
@@ -28,6 +34,7 @@ import {
 } from '../store/jobs.ts';
 import { mayBeWorkflowJobKey } from '../store/job-key.ts';
 import { createPool, withTransaction, type Pool } from '../store/pool.ts';
+import { workerHeartbeat, workerRegister, workerStop, type WorkerQueueSlots } from '../store/workers.ts';
 import { signalTimeoutsFire } from '../store/workflow-signal-timeouts.ts';
 import { AttemptContext, type AttemptHost } from './attempt-context.ts';
 import { Completer } from './completer.ts';
@@ -87,6 +94,11 @@ export interface WorkerOptions {
    * safe to run in any number of processes.
    */
   maintenance?: boolean;
+  /**
+   * How often this process refreshes its row in the worker registry (GET /v1/workers); a worker
+   * whose row is three intervals old is reported lost. Default 5 s.
+   */
+  registryHeartbeatMs?: number;
 }
 
 /** A job claimed ahead of a free slot, waiting in its queue's buffer. */
@@ -110,6 +122,8 @@ class QueueLoop {
   readonly stats: QueueStats;
   tenantCursor = '';
   limited = false;
+  /** Paused cluster-wide: claims skip it; this process neither starts nor keeps buffered jobs. */
+  paused = false;
   woken = false;
   waitingForSlot = false;
   /** Slots promised to claims in flight, so two claim loops never overfill the queue. */
@@ -242,12 +256,14 @@ export class Worker {
   readonly #shutdownGraceMs: number;
   readonly #batch: number;
   readonly #maintenance: boolean;
+  readonly #registryMs: number;
   readonly #queues = new Map<string, QueueLoop>();
   readonly #running = new Map<number, Running>();
   readonly #completer: Completer;
   readonly #host: AttemptHost;
   readonly #listener: Listener;
   #tenantQuotas = false;
+  #started = false;
   #stopping = false;
   #stopped: Promise<void> | undefined;
   #loops: Promise<void>[] = [];
@@ -272,6 +288,10 @@ export class Worker {
     this.#shutdownGraceMs = options.shutdownGraceMs ?? 10_000;
     this.#batch = options.batchSize ?? 1000;
     this.#maintenance = options.maintenance ?? true;
+    this.#registryMs = options.registryHeartbeatMs ?? 5000;
+    if (!Number.isInteger(this.#registryMs) || this.#registryMs < 1) {
+      throw new TypeError(`registryHeartbeatMs: must be a positive integer, got ${this.#registryMs}`);
+    }
     this.#host = { pool: this.#pool, owner: this.id, leaseMs: this.#leaseMs };
     if (options.queues.length === 0) throw new TypeError('queues: at least one queue is required');
     for (const q of options.queues) {
@@ -297,6 +317,15 @@ export class Worker {
       {
         onJobs: (queue, jobId) => this.#onJobs(queue, jobId),
         onCancel: (jobId) => this.#cancelLocal(jobId),
+        onQueueChange: (queue) => {
+          if (!this.#queues.has(queue) || this.#stopping) return;
+          this.#refreshLimits().catch((error: unknown) =>
+            this.#log.warn(
+              { err: error, queue },
+              'reading queue limits after a change failed; next poll retries',
+            ),
+          );
+        },
         onReconnect: () => {
           for (const q of this.#queues.values()) q.wakeAll();
         },
@@ -308,6 +337,14 @@ export class Worker {
   async start(): Promise<void> {
     await this.#listener.start();
     await this.#maintain(0, () => this.#stopping);
+    await workerRegister(this.#pool, {
+      id: this.id,
+      host: hostname(),
+      pid: process.pid,
+      version: VERSION,
+      queues: this.#slots(),
+      heartbeatMs: this.#registryMs,
+    });
     // Two claim loops per queue: one claims while the other's batch starts, and claims of ~1,000
     // overlap their round trips (DESIGN.md: two to four loops saturate PostgreSQL). The second only
     // matters for a queue with more slots than one batch fills at a time.
@@ -317,7 +354,12 @@ export class Worker {
       if (q.concurrency > 1) this.#loops.push(this.#claimLoop(q));
     }
     const stopSignal = new Promise<void>((resolve) => (this.#backgroundStop = resolve));
-    this.#background.push(this.#leaseLoop(stopSignal), this.#maintenanceLoop(stopSignal));
+    this.#background.push(
+      this.#leaseLoop(stopSignal),
+      this.#maintenanceLoop(stopSignal),
+      this.#registryLoop(stopSignal),
+    );
+    this.#started = true;
     this.#log.info(
       { queues: [...this.#queues.values()].map((q) => `${q.name}(${q.concurrency})`) },
       'worker started',
@@ -326,6 +368,11 @@ export class Worker {
 
   metrics(): QueueMetrics[] {
     return [...this.#queues.values()].map((q) => q.stats.snapshot());
+  }
+
+  /** Started and not stopping: what a metrics server's /readyz reports for this role. */
+  get isRunning(): boolean {
+    return this.#started && !this.#stopping;
   }
 
   /** Attempts running in this process right now. */
@@ -392,6 +439,13 @@ export class Worker {
     }
     this.#backgroundStop?.();
     await settledWithin(Promise.all(this.#background), handBackLeft());
+    const marked = workerStop(this.#pool, this.id, this.#slots()).catch((error: unknown) =>
+      this.#log.warn(
+        { err: error },
+        'could not mark this worker stopped in the registry; it will show as lost',
+      ),
+    );
+    await settledWithin(marked, handBackLeft());
     for (const t of this.#timers) clearTimeout(t);
     await settledWithin(this.#listener.stop(), handBackLeft());
     if (this.#ownsPool) await settledWithin(this.#pool.end(), handBackLeft());
@@ -467,7 +521,7 @@ export class Worker {
    * it in), else claimAhead capped by the starts of the last second.
    */
   #ahead(q: QueueLoop): number {
-    if (q.claimAhead === 0 || q.limited || this.#tenantQuotas) return 0;
+    if (q.claimAhead === 0 || q.limited || q.paused || this.#tenantQuotas) return 0;
     return Math.min(q.claimAhead, q.recentStarts(this.#clock.monotonicMs()));
   }
 
@@ -541,7 +595,7 @@ export class Worker {
   }
 
   #startBuffered(q: QueueLoop): void {
-    if (this.#stopping) return;
+    if (this.#stopping || q.paused) return;
     while (q.stats.running < q.concurrency) {
       const next = q.buffer.shift();
       if (next === undefined) return;
@@ -752,6 +806,39 @@ export class Worker {
     }
   }
 
+  /** Slots per queue and how many are in use, as the registry shows them. */
+  #slots(): WorkerQueueSlots[] {
+    return [...this.#queues.values()].map((q) => ({
+      name: q.name,
+      concurrency: q.concurrency,
+      running: q.stats.running,
+    }));
+  }
+
+  /** Heartbeats the registry row; registers again if the row is gone (pruned while unreachable). */
+  async #registryLoop(stop: Promise<void>): Promise<void> {
+    let stopped = false;
+    void stop.then(() => (stopped = true));
+    while (!stopped) {
+      await this.#sleep(this.#registryMs, stop);
+      if (stopped) break;
+      try {
+        if (!(await workerHeartbeat(this.#pool, this.id, this.#slots()))) {
+          await workerRegister(this.#pool, {
+            id: this.id,
+            host: hostname(),
+            pid: process.pid,
+            version: VERSION,
+            queues: this.#slots(),
+            heartbeatMs: this.#registryMs,
+          });
+        }
+      } catch (error) {
+        this.#log.warn({ err: error }, 'worker registry heartbeat failed');
+      }
+    }
+  }
+
   async #maintenanceLoop(stop: Promise<void>): Promise<void> {
     let stopped = false;
     void stop.then(() => (stopped = true));
@@ -799,10 +886,15 @@ export class Worker {
     const handBack: QueueLoop[] = [];
     for (const q of this.#queues.values()) {
       const limited = limits.limitedQueues.has(q.name);
-      if (limited !== q.limited) q.wakeAll();
+      const paused = limits.pausedQueues.has(q.name);
+      if (limited !== q.limited || paused !== q.paused) q.wakeAll();
       // A limit or quota that came while jobs waited here: they go back rather than start past it.
-      if ((limited && !q.limited) || quotasOn) handBack.push(q);
+      // A paused queue's buffer goes back on every refresh: a claim in flight at the pause may add to it.
+      if ((limited && !q.limited) || quotasOn || paused) handBack.push(q);
+      const resumed = q.paused && !paused;
       q.limited = limited;
+      q.paused = paused;
+      if (resumed) this.#startBuffered(q);
     }
     await this.#handBack(handBack);
   }

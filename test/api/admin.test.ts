@@ -109,6 +109,9 @@ test('queues: defaults when unconfigured, patch merges, limits are checked', asy
     backoffMaxMs: 3_600_000,
     timeoutMs: null,
     configured: false,
+    paused: false,
+    pausedAt: null,
+    pausedBy: null,
   });
   const created = await api.call('PATCH', '/v1/queues/emails', { body: { maxRunning: 3 } });
   assert.equal(created.status, 201);

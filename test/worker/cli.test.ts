@@ -66,7 +66,10 @@ test('tidemark worker refuses bad input with exit code 2 and a message naming it
   await writeFile(bad, JSON.stringify({ queues: { mail: { maxAttempts: 0 } } }));
   const badConfig = spawnTidemark(['worker', '--handlers', HANDLERS, '--config', bad], { env });
   assert.equal((await badConfig.exited).code, 2);
-  assert.match(badConfig.stderr, /config\.queues\.mail\.maxAttempts: must be an integer ≥ 1, got 0/);
+  assert.match(
+    badConfig.stderr,
+    /config\.queues\.mail\.maxAttempts: must be an integer from 1 to 2147483647, got 0/,
+  );
   assert.equal(await queueGet(db.pool, 'mail'), undefined, 'nothing written');
 });
 
@@ -82,6 +85,14 @@ test("tidemark worker --config writes the queue's cluster-wide settings and runs
   assert.equal(queue?.maxAttempts, 6);
   assert.equal(queue?.backoffBaseMs, 50);
   assert.equal(queue?.maxRunning, null);
+  const [change, ...older] = await client.queues.changes('configured');
+  assert.deepEqual(older, []);
+  assert.equal(change?.change, 'update');
+  assert.match(change.by, /^worker \S+:\d+:/, 'recorded as made by the worker that started with them');
+  assert.deepEqual(
+    [change.before.maxAttempts, change.after.maxAttempts, change.after.backoffBaseMs],
+    [4, 6, 50],
+  );
   const job = await client.jobs.enqueue({ queue: 'configured', kind: 'pause', payload: { ms: 1 } });
   assert.equal((await client.jobs.get(job.id))?.maxAttempts, 6, "the queue's default applies to new jobs");
   await waitUntil('succeeded', async () => (await jobState(db.pool, job.id)) === 'succeeded');

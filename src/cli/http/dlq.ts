@@ -2,7 +2,7 @@
 import { UsageError } from '../usage-error.ts';
 import { parseIntOption, progress } from './api-client.ts';
 import { print, table } from './output.ts';
-import { str, subcommands } from './subcommands.ts';
+import { str, subcommands, type Sub } from './subcommands.ts';
 
 interface DeadJob {
   id: number;
@@ -16,36 +16,78 @@ interface DeadJob {
 
 const BATCH = 1000;
 
-export const command = subcommands('dlq', 'list and re-run dead jobs through the HTTP API', {
-  ls: {
-    usage: 'ls [--queue Q] [--kind K] [--tenant T] [--limit N]',
-    options: {
-      queue: { type: 'string' },
-      kind: { type: 'string' },
-      tenant: { type: 'string' },
-      limit: { type: 'string' },
-    },
-    async run(api, _args, v) {
-      const q = new URLSearchParams();
-      for (const [opt, param] of [
-        ['queue', 'queue'],
-        ['kind', 'kind'],
-        ['tenant', 'tenantId'],
-      ] as const) {
-        const value = str(v, opt);
-        if (value !== undefined) q.set(param, value);
-      }
-      q.set('limit', String(parseIntOption('limit', str(v, 'limit')) ?? 50));
-      const page = await api.call<{ items: DeadJob[] }>('GET', `/v1/dead-letter?${q.toString()}`);
-      print(v.json === true, page, () =>
-        table(
-          ['id', 'queue', 'kind', 'tenant', 'attempts', 'died', 'last error'],
-          page.items.map((j) => [j.id, j.queue, j.kind, j.tenantId, j.attempt, j.finishedAt, j.lastError]),
-        ),
-      );
-      return 0;
-    },
+/** The query of the next page as the flags that ask for it. */
+function nextFlags(q: URLSearchParams): string {
+  const flag: Record<string, string> = { tenantId: 'tenant' };
+  return [...q.entries()].map(([k, value]) => `--${flag[k] ?? k} ${value}`).join(' ');
+}
+
+/** `tidemark dlq ls`; its --help is what docs/api.md lists (test/cli/dlq-ls-help.test.ts compares them). */
+export const dlqLs: Sub = {
+  usage: 'ls [--queue Q] [--kind K] [--tenant T] [--before ID] [--limit N] [--json] [--url URL] [--token T]',
+  help: `Dead jobs, newest first (GET /v1/dead-letter). A tenant token sees only its own tenant.
+
+options:
+  --queue Q      only jobs of queue Q
+  --kind K       only jobs of kind K
+  --tenant T     only tenant T's jobs (an admin token; a tenant token always sees its own)
+  --before ID    the page after: jobs with an id below ID (the "next" a page ends with)
+  --limit N      jobs per page, 1 to 1000 (default 50)
+  --json         the API's JSON: { "items": [...], "next": ID or null }, each item's lastError whole
+  --url URL      the API (default TIDEMARK_URL, else http://127.0.0.1:8787)
+  --token T      an API token (default TIDEMARK_TOKEN)
+
+The table shows each job's id, queue, kind, tenant, attempts, when it died and the first line of its
+last error; when more jobs match, it ends with the command for the next page.
+`,
+  options: {
+    queue: { type: 'string' },
+    kind: { type: 'string' },
+    tenant: { type: 'string' },
+    before: { type: 'string' },
+    limit: { type: 'string' },
   },
+  async run(api, args, v) {
+    if (args.length > 0) throw new UsageError(`dlq ls takes no arguments (got ${args.join(' ')})`);
+    const q = new URLSearchParams();
+    for (const [opt, param] of [
+      ['queue', 'queue'],
+      ['kind', 'kind'],
+      ['tenant', 'tenantId'],
+    ] as const) {
+      const value = str(v, opt);
+      if (value !== undefined) q.set(param, value);
+    }
+    const before = parseIntOption('before', str(v, 'before'));
+    if (before !== undefined) q.set('before', String(before));
+    q.set('limit', String(parseIntOption('limit', str(v, 'limit')) ?? 50));
+    const page = await api.call<{ items: DeadJob[]; next: number | null }>(
+      'GET',
+      `/v1/dead-letter?${q.toString()}`,
+    );
+    print(v.json === true, page, () => {
+      const rows = table(
+        ['id', 'queue', 'kind', 'tenant', 'attempts', 'died', 'last error'],
+        page.items.map((j) => [
+          j.id,
+          j.queue,
+          j.kind,
+          j.tenantId,
+          j.attempt,
+          j.finishedAt,
+          j.lastError?.split('\n', 1)[0],
+        ]),
+      );
+      if (page.next === null) return rows;
+      q.set('before', String(page.next));
+      return `${rows}next page: tidemark dlq ls ${nextFlags(q)}\n`;
+    });
+    return 0;
+  },
+};
+
+export const command = subcommands('dlq', 'list and re-run dead jobs through the HTTP API', {
+  ls: dlqLs,
   retry: {
     usage: 'retry (<id>… | --queue Q [--kind K] | --all) [--tenant T]',
     options: {

@@ -8,6 +8,8 @@ type Options = NonNullable<ParseArgsConfig['options']>;
 
 export interface Sub<B = ApiClient> {
   usage: string;
+  /** Printed under the usage by `tidemark <command> <sub> --help`: one line per option, and notes. */
+  help?: string;
   options?: Options;
   run(
     backend: B,
@@ -60,7 +62,8 @@ export function subcommands<B>(
         options: { ...CONNECTION_OPTIONS, ...sub.options },
       });
       if (values.help === true) {
-        process.stdout.write(`usage: tidemark ${name} ${sub.usage}\n`);
+        const details = sub.help === undefined ? '' : `\n${sub.help}`;
+        process.stdout.write(`usage: tidemark ${name} ${sub.usage}\n${details}`);
         return 0;
       }
       const backend = connect.open(values);
