@@ -10,6 +10,7 @@ import { deadLetterPage } from './pages/dead-letter.ts';
 import { jobsPage } from './pages/job-list.ts';
 import { overviewPage } from './pages/overview.ts';
 import { schedulesPage } from './pages/schedules.ts';
+import { workersPage } from './pages/workers.ts';
 import { workflowsPage } from './pages/workflows.ts';
 import { sessionOpen, type Session } from './session.ts';
 
@@ -19,6 +20,7 @@ const PAGES: Record<string, { title: string; page: Page }> = {
   jobs: { title: 'Jobs', page: jobsPage },
   'dead-letter': { title: 'Dead letter', page: deadLetterPage },
   workflows: { title: 'Workflows', page: workflowsPage },
+  workers: { title: 'Workers', page: workersPage },
 };
 
 const main = document.getElementById('main') as HTMLElement;
