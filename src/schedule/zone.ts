@@ -39,7 +39,7 @@ export class Zone {
   private constructor(name: string, format: Intl.DateTimeFormat) {
     this.name = name;
     this.format = format;
-    this.isUtc = name === 'UTC';
+    this.isUtc = format.resolvedOptions().timeZone === 'UTC';
   }
 
   private static readonly cache = new Map<string, Zone>();
@@ -64,9 +64,10 @@ export class Zone {
     } catch (error) {
       throw new SpecError('timeZone', `'${name}' is not a known IANA time zone`, { cause: error });
     }
+    // Named as the caller spelled it: ICU resolves current names to legacy ones (Asia/Kolkata to
+    // Asia/Calcutta), and a description must not rename the zone its schedule was given.
     const resolved = format.resolvedOptions().timeZone;
-    const zone = Zone.cache.get(resolved) ?? new Zone(resolved, format);
-    Zone.cache.set(resolved, zone);
+    const zone = new Zone(resolved.toLowerCase() === name.toLowerCase() ? resolved : name, format);
     Zone.cache.set(name, zone);
     return zone;
   }

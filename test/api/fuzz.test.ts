@@ -278,6 +278,7 @@ const VALID_BODIES: Record<string, unknown> = {
   retryJob: { extraAttempts: 1 },
   retryDeadJobs: { ids: [1, 2] },
   discardDeadJobs: { ids: [1, 2] },
+  bulkJobs: { action: 'retry', ids: [1, 2] },
   submitWorkflow: {
     name: 'walk',
     nodes: [

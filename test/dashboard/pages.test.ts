@@ -91,7 +91,7 @@ test('sign-in refuses a wrong token, and the overview shows queues, counts and a
     await page.getByLabel('Alert when lag exceeds (seconds)').fill('1');
     await page.getByRole('button', { name: 'Save' }).click();
     await page.getByRole('alert').filter({ hasText: 'Schedule lag alert' }).waitFor({ timeout: 15_000 });
-    await page.locator('svg.chart path.series').first().waitFor({ timeout: 15_000 });
+    await page.getByRole('img', { name: /^Jobs succeeded and attempts failed per minute/ }).waitFor();
     await screenshot(page, 'overview');
   });
   // The refused sign-in is a 401 Chrome logs as a failed resource; nothing else may appear.
@@ -113,9 +113,12 @@ test('schedules: create from a phrase, see next fire times, pause, trigger, see 
 
     const created = page.getByRole('region', { name: 'Created schedule' });
     await created.waitFor();
-    const times = await created.locator('.fire-times time').allInnerTexts();
-    assert.equal(times.length, 5);
-    for (const t of times) {
+    // Each fire time in the schedule's own zone (09:00 New York time), then in UTC.
+    const zoned = await created.locator('.fire-times time').allInnerTexts();
+    const utcTimes = await created.locator('.fire-times .local').allInnerTexts();
+    assert.equal(zoned.length, 5);
+    for (const t of zoned) assert.match(t, /^\d{4}-\d\d-\d\d 09:00:00 E[SD]T$/);
+    for (const t of utcTimes) {
       // 09:00 in New York is 13:00 or 14:00 UTC, Monday to Friday.
       assert.match(t, /^\d{4}-\d\d-\d\d 1[34]:00:00 UTC$/);
       const day = new Date(`${t.slice(0, 10)}T00:00:00Z`).getUTCDay();
@@ -139,7 +142,8 @@ test('schedules: create from a phrase, see next fire times, pause, trigger, see 
     const ledger = page.getByRole('table', { name: 'Occurrence ledger, newest first' });
     await ledger.waitFor();
     const first = ledger.getByRole('row').nth(1);
-    assert.match(await first.innerText(), /on time[\s\S]*trigger[\s\S]*#\d+/);
+    // A trigger's fire time is the click: it is manual, with no lateness, never "on time, 5 ms".
+    assert.match(await first.innerText(), /manual\s+—\s+trigger[\s\S]*#\d+/);
     const occ = await api.db.pool.query<{ n: number; job_id: string }>(
       `SELECT count(*)::int AS n, max(o.job_id)::text AS job_id FROM occurrences o
          JOIN schedules s ON s.id = o.schedule_id WHERE s.name = 'standup'`,
@@ -184,7 +188,15 @@ test('jobs: a running job shows progress as it changes, a silent one is flagged 
     assert.equal(await row.locator('.stuck-warning').count(), 0);
     await screenshot(page, 'jobs');
 
+    // Cancel asks first; keeping the job changes nothing.
     await row.getByRole('button', { name: `Cancel job ${moving}` }).click();
+    const dialog = page.getByRole('dialog', { name: `Cancel job ${moving}?` });
+    await dialog.getByText('1 job (load in imports) is running').waitFor();
+    await dialog.getByRole('button', { name: 'Keep' }).click();
+    await dialog.waitFor({ state: 'detached' });
+    assert.equal(await jobState(moving), 'running');
+    await row.getByRole('button', { name: `Cancel job ${moving}` }).click();
+    await dialog.getByRole('button', { name: 'Cancel job' }).click();
     await page.getByText(`Job ${moving} cancelled (was running).`).waitFor();
     await row.getByText('cancel requested').waitFor();
   });
@@ -213,13 +225,19 @@ test('job detail lists attempts with their errors', async () => {
 
 test('dead letter: re-run a selection, then one row; only those leave the dead letter', async () => {
   const a = await killJob('billing', 'card declined');
-  const b = await killJob('billing', 'gateway timeout');
+  const trace = 'Error: gateway timeout\n    at charge (billing.ts:42:7)\n    at run (worker.ts:10:3)';
+  const b = await killJob('billing', trace);
   const c = await killJob('billing', 'bad address');
   const problems = await withPage(async ({ page }) => {
     await signIn(page, api.url, api.tokens.admin, '#/dead-letter?queue=billing');
+    // A stack trace shows its first line; the rest opens on demand.
+    const traced = page.getByRole('row').filter({ hasText: `#${b}` });
+    await traced.getByText('Error: gateway timeout', { exact: true }).waitFor();
+    assert.equal(await traced.getByText('at charge (billing.ts:42:7)').isVisible(), false);
+    await traced.getByText('Error: gateway timeout', { exact: true }).click();
+    await traced.getByText('at charge (billing.ts:42:7)').waitFor();
     for (const [id, error] of [
       [a, 'card declined'],
-      [b, 'gateway timeout'],
       [c, 'bad address'],
     ] as const) {
       await page
@@ -232,6 +250,10 @@ test('dead letter: re-run a selection, then one row; only those leave the dead l
     await page.getByLabel(`Select job ${a}`).check();
     await page.getByLabel(`Select job ${c}`).check();
     await page.getByRole('button', { name: 'Re-run selected (2)' }).click();
+    await page
+      .getByRole('dialog', { name: 'Re-run 2 dead jobs?' })
+      .getByRole('button', { name: 'Re-run 2' })
+      .click();
     await page.getByText(`Re-ran 2 jobs: #${a}, #${c}.`).waitFor();
     // The list reloads after the message: wait for the re-run rows to leave it.
     await page.getByRole('link', { name: `#${a}`, exact: true }).waitFor({ state: 'detached' });
@@ -339,13 +361,13 @@ test('a tenant token sees only its tenant: no other tenant’s jobs, no cluster 
       0,
     );
     assert.equal(await page.getByLabel('Tenant').count(), 0);
-    assert.equal(await page.getByText('Tenant token').count(), 1);
+    assert.equal(await page.getByText('Tenant acme').count(), 1);
 
     await page.goto(`${api.url}/#/jobs/${theirs}`);
     await page.getByRole('heading', { name: 'Job not found' }).waitFor();
 
     await page.getByRole('link', { name: 'Overview' }).click();
-    await page.getByText('these are your tenant’s jobs only').waitFor();
+    await page.getByText('these are your tenant’s jobs and schedules only').waitFor();
     assert.equal(await page.getByRole('heading', { name: 'Leadership' }).count(), 0);
     assert.match(await page.getByRole('table', { name: 'Jobs per queue' }).innerText(), /tenant-q\s+1/);
   });

@@ -218,3 +218,15 @@ test('a valid cron form that cronstrue cannot word still compiles, with a plain 
     assert.ok(compiled.nextAfter(new Date('2026-01-01T00:00:00Z')) instanceof Date);
   }
 });
+
+test('a zone keeps the name it was given: Asia/Kolkata is not described as ICU’s Asia/Calcutta', () => {
+  const cron = compileSchedule({ spec: '0 9 * * *', timeZone: 'Asia/Kolkata' });
+  assert.equal(cron.timeZone, 'Asia/Kolkata');
+  assert.match(cron.description, /\(Asia\/Kolkata\)$/);
+  assert.equal(compileSchedule({ spec: 'every 5m', timeZone: 'Asia/Kolkata' }).timeZone, 'Asia/Kolkata');
+  // The same instant either way: only the name differs.
+  assert.deepEqual(
+    next({ spec: '0 9 * * *', timeZone: 'Asia/Calcutta' }, '2026-03-01T00:00:00Z', 1),
+    next({ spec: '0 9 * * *', timeZone: 'Asia/Kolkata' }, '2026-03-01T00:00:00Z', 1),
+  );
+});

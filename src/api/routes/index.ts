@@ -3,6 +3,8 @@ import type { Api } from '../app.ts';
 import { dashboardRoutes } from '../../dashboard/serve.ts';
 import type { RouteDeps } from '../server.ts';
 import { deadLetterRoutes } from './dead-letter.ts';
+import { historyRoutes } from './history.ts';
+import { jobBulkRoutes } from './jobs-bulk.ts';
 import { jobRoutes } from './jobs.ts';
 import { scheduleRoutes } from './schedules.ts';
 import { workerRoutes } from './workers.ts';
@@ -14,7 +16,9 @@ export type RouteModule = (app: Api, deps: RouteDeps) => void;
 export const routeModules: RouteModule[] = [
   scheduleRoutes,
   jobRoutes,
+  jobBulkRoutes,
   deadLetterRoutes,
+  historyRoutes,
   workerRoutes,
   workflowRoutes,
   whoamiRoutes,

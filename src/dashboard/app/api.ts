@@ -87,6 +87,8 @@ export async function request<T>(
 
 export const get = <T>(path: string, signal?: AbortSignal) => request<T>('GET', path, { signal });
 export const post = <T>(path: string, body?: unknown) => request<T>('POST', path, { body });
+export const patch = <T>(path: string, body: unknown) => request<T>('PATCH', path, { body });
+export const del = <T>(path: string) => request<T>('DELETE', path);
 
 /** Query string from the defined, non-empty values. */
 export function query(params: Record<string, string | number | undefined>): string {

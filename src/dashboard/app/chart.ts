@@ -1,8 +1,12 @@
 /// <reference lib="dom" />
 /**
- * A line chart in SVG for the overview's lag p50/p99, with a dashed line at the alert threshold.
- * Hand-written rather than a charting library: two series and one rule line do not justify shipping
- * a dependency to every browser, and the figure is also given as text for screen readers.
+ * Line charts in SVG for the overview (lag p50/p99, throughput, backlog), with an optional dashed
+ * alert line. Hand-written rather than a charting library: a few series and one rule line do not
+ * justify shipping a dependency to every browser, and each figure is also given as text.
+ *
+ * The y-axis is scaled to the data, not to the alert line: lag of 40 ms under a 15 s alert would
+ * otherwise be a flat line at zero with p50 hidden under p99. The alert line is drawn when it falls
+ * inside the data's range and named in the legend either way.
  */
 import { h, svg } from './dom.ts';
 
@@ -12,21 +16,48 @@ export interface Series {
   points: { t: number; v: number | null }[];
 }
 
+export interface ChartOptions {
+  /** Axis label suffix: 's' for seconds, '' for counts. */
+  unit: string;
+  /** The alert threshold, in the series' unit. */
+  threshold?: number | null;
+  /** Smallest top of the axis, so a quiet series does not magnify noise (default 1 unit). */
+  minTop?: number;
+}
+
 const W = 1200;
 const H = 220;
-const PAD = { left: 48, right: 12, top: 12, bottom: 28 };
+const PAD = { left: 56, right: 12, top: 12, bottom: 28 };
 
-export function lineChart(title: string, series: Series[], threshold: number | null): HTMLElement {
+/** The top of the axis: the smallest of these × 10^n at or above `v`, each a quarter of which is round. */
+const TOPS = [1, 1.2, 1.6, 2, 2.4, 3, 4, 6, 8, 10];
+
+export function niceTop(v: number): number {
+  if (!(v > 0)) return 1;
+  const p = 10 ** Math.floor(Math.log10(v));
+  return Number(((TOPS.find((m) => m * p >= v) ?? 10) * p).toPrecision(6));
+}
+
+function label(v: number, unit: string): string {
+  const text = String(Number(v.toFixed(3)));
+  return unit === '' ? text : `${text} ${unit}`;
+}
+
+export function lineChart(title: string, series: Series[], options: ChartOptions): HTMLElement {
+  const threshold = options.threshold ?? null;
   const all = series.flatMap((s) => s.points);
   const ts = all.map((p) => p.t);
   const values = all.flatMap((p) => (p.v === null ? [] : [p.v]));
   const tMin = Math.min(...ts);
   const tMax = Math.max(...ts);
-  const vMax = Math.max(1, threshold ?? 0, ...values) * 1.1;
+  let vMax = niceTop(Math.max(options.minTop ?? 1, ...values) * 1.05);
+  // Counts get whole-number grid lines.
+  if (options.unit === '') vMax = Math.max(4, Math.ceil(vMax / 4) * 4);
   const x = (t: number) => PAD.left + ((t - tMin) / Math.max(1, tMax - tMin)) * (W - PAD.left - PAD.right);
   const y = (v: number) => H - PAD.bottom - (v / vMax) * (H - PAD.top - PAD.bottom);
+  const thresholdShown = threshold !== null && threshold <= vMax;
 
-  const chart = svg('svg', { viewBox: `0 0 ${W} ${H}`, role: 'img', class: 'chart' });
+  const chart = svg('svg', { viewBox: `0 0 ${W} ${H}`, role: 'img', class: 'chart', 'data-top': vMax });
   chart.appendChild(svg('title', {}, title));
   for (let i = 0; i <= 4; i++) {
     const v = (vMax / 4) * i;
@@ -35,19 +66,19 @@ export function lineChart(title: string, series: Series[], threshold: number | n
       svg(
         'text',
         { x: PAD.left - 6, y: y(v) + 4, class: 'axis', 'text-anchor': 'end' },
-        `${v.toFixed(v < 10 ? 1 : 0)} s`,
+        label(v, options.unit),
       ),
     );
   }
   if (ts.length > 0) {
-    for (const t of [tMin, tMax]) {
-      const label = new Date(t).toLocaleTimeString();
-      chart.appendChild(
-        svg('text', { x: x(t), y: H - 8, class: 'axis', 'text-anchor': t === tMin ? 'start' : 'end' }, label),
-      );
+    for (let i = 0; i <= 6; i++) {
+      const t = tMin + ((tMax - tMin) * i) / 6;
+      const text = new Date(t).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
+      const anchor = i === 0 ? 'start' : i === 6 ? 'end' : 'middle';
+      chart.appendChild(svg('text', { x: x(t), y: H - 8, class: 'axis', 'text-anchor': anchor }, text));
     }
   }
-  if (threshold !== null) {
+  if (thresholdShown) {
     chart.appendChild(
       svg('line', {
         x1: PAD.left,
@@ -59,11 +90,19 @@ export function lineChart(title: string, series: Series[], threshold: number | n
     );
   }
   for (const s of series) {
-    const d = s.points
-      .filter((p): p is { t: number; v: number } => p.v !== null)
-      .map((p, i) => `${i === 0 ? 'M' : 'L'}${x(p.t).toFixed(1)},${y(p.v).toFixed(1)}`)
-      .join(' ');
-    if (d !== '') chart.appendChild(svg('path', { d, class: `series ${s.className}` }));
+    // A gap in the data (a minute with no sample) breaks the line instead of bridging it.
+    let pen = 'M';
+    const parts: string[] = [];
+    for (const p of s.points) {
+      if (p.v === null) {
+        pen = 'M';
+        continue;
+      }
+      parts.push(`${pen}${x(p.t).toFixed(1)},${y(p.v).toFixed(1)}`);
+      pen = 'L';
+    }
+    if (parts.length > 0)
+      chart.appendChild(svg('path', { d: parts.join(' '), class: `series ${s.className}` }));
   }
   const legend = h(
     'ul',
@@ -71,7 +110,12 @@ export function lineChart(title: string, series: Series[], threshold: number | n
     series.map((s) => h('li', {}, h('span', { class: `swatch ${s.className}` }), s.label)),
     threshold === null
       ? null
-      : h('li', {}, h('span', { class: 'swatch threshold' }), `alert at ${threshold} s`),
+      : h(
+          'li',
+          {},
+          h('span', { class: 'swatch threshold' }),
+          `alert at ${label(threshold, options.unit)}${thresholdShown ? '' : ' (above this range)'}`,
+        ),
   );
   return h('figure', { class: 'chart-figure' }, chart, legend);
 }

@@ -45,3 +45,34 @@ export function json(value: unknown): string {
 export function plural(n: number, word: string): string {
   return `${n} ${word}${n === 1 ? '' : 's'}`;
 }
+
+const zoneFormats = new Map<string, Intl.DateTimeFormat>();
+
+/** "2026-12-03 09:00:00 GMT+5:30" in `timeZone`: a schedule's times as its own zone reads them. */
+export function inZone(iso: string | null, timeZone: string): string {
+  if (iso === null) return '—';
+  let format = zoneFormats.get(timeZone);
+  if (format === undefined) {
+    format = new Intl.DateTimeFormat('en-CA', {
+      timeZone,
+      hourCycle: 'h23',
+      year: 'numeric',
+      month: '2-digit',
+      day: '2-digit',
+      hour: '2-digit',
+      minute: '2-digit',
+      second: '2-digit',
+      timeZoneName: 'short',
+    });
+    zoneFormats.set(timeZone, format);
+  }
+  const part = (parts: Intl.DateTimeFormatPart[], type: string) => parts.find((p) => p.type === type)?.value;
+  const p = format.formatToParts(new Date(iso));
+  return `${part(p, 'year')}-${part(p, 'month')}-${part(p, 'day')} ${part(p, 'hour')}:${part(p, 'minute')}:${part(p, 'second')} ${part(p, 'timeZoneName')}`;
+}
+
+/** The first line of an error, for a list; the whole text goes behind a disclosure. */
+export function firstLine(text: string): string {
+  const line = text.split('\n', 1)[0] ?? '';
+  return line.length > 160 ? `${line.slice(0, 159)}…` : line;
+}

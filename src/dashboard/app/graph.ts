@@ -2,12 +2,56 @@
 /**
  * A workflow drawn as a layered DAG: each node in the column of its longest path from a root, so
  * every edge points right. Meant for workflows of up to a few hundred nodes (GRAPH_MAX); beyond that
- * a drawing is unreadable and the page shows counts per state only.
+ * a drawing is unreadable and the page shows counts per state and a paged node list instead.
+ * Each state has its own colour and the legend names them; a node with a job links to it.
  */
 import { h, svg } from './dom.ts';
 import type { WorkflowNode } from './types.ts';
 
 export const GRAPH_MAX = 300;
+
+/** Every state a node is shown in, in the order a node moves through them. */
+export const NODE_STATES = [
+  'pending',
+  'waiting',
+  'queued',
+  'running',
+  'succeeded',
+  'failed',
+  'skipped',
+  'cancelled',
+] as const;
+
+const STATE_MEANS: Record<string, string> = {
+  pending: 'waits for its dependencies',
+  waiting: 'waits for a signal',
+  queued: 'job enqueued, not started',
+  running: 'job running',
+  succeeded: 'done',
+  failed: 'failed',
+  skipped: 'skipped: a dependency failed',
+  cancelled: 'cancelled',
+};
+
+/** A node's state as shown: a queued node whose job has started is running. */
+export function nodeState(n: WorkflowNode): string {
+  return n.state === 'queued' && n.jobState === 'running' ? 'running' : n.state;
+}
+
+export function nodeLegend(): HTMLElement {
+  return h(
+    'ul',
+    { class: 'legend node-legend', 'aria-label': 'Node states' },
+    NODE_STATES.map((state) =>
+      h(
+        'li',
+        { title: STATE_MEANS[state] },
+        h('span', { class: `node-swatch ns-${state}`, 'aria-hidden': 'true' }),
+        state,
+      ),
+    ),
+  );
+}
 
 const COL = 170;
 const ROW = 34;
@@ -76,14 +120,26 @@ export function workflowGraph(nodes: WorkflowNode[]): HTMLElement {
     const at = pos.get(n.key);
     if (at === undefined) continue;
     const label = n.key.length > 18 ? `${n.key.slice(0, 17)}…` : n.key;
+    const state = nodeState(n);
+    const box = svg(
+      'g',
+      { class: `node node-${state}`, transform: `translate(${at.x},${at.y})` },
+      svg('title', {}, `${n.key}: ${state}`),
+      svg('rect', { width: NODE_W, height: NODE_H, rx: 4 }),
+      svg('text', { x: 8, y: 16 }, label),
+    );
     root.appendChild(
-      svg(
-        'g',
-        { class: `node node-${n.state}`, transform: `translate(${at.x},${at.y})` },
-        svg('title', {}, `${n.key}: ${n.state}`),
-        svg('rect', { width: NODE_W, height: NODE_H, rx: 4 }),
-        svg('text', { x: 8, y: 16 }, label),
-      ),
+      n.jobId === null
+        ? box
+        : svg(
+            'a',
+            {
+              href: `#/jobs/${n.jobId}`,
+              'aria-label': `${n.key}: ${state}, job ${n.jobId}`,
+              class: 'node-link',
+            },
+            box,
+          ),
     );
   }
   return h('div', { class: 'graph-scroll', tabindex: 0, 'aria-label': 'Workflow graph (scrolls)' }, root);

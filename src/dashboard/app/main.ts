@@ -7,9 +7,10 @@ import { SIGNED_OUT, tokenGet, tokenSet } from './api.ts';
 import { h, notice, show } from './dom.ts';
 import { errorText, type Page } from './page.ts';
 import { deadLetterPage } from './pages/dead-letter.ts';
-import { jobsPage } from './pages/jobs.ts';
+import { jobsPage } from './pages/job-list.ts';
 import { overviewPage } from './pages/overview.ts';
 import { schedulesPage } from './pages/schedules.ts';
+import { workersPage } from './pages/workers.ts';
 import { workflowsPage } from './pages/workflows.ts';
 import { sessionOpen, type Session } from './session.ts';
 
@@ -19,6 +20,7 @@ const PAGES: Record<string, { title: string; page: Page }> = {
   jobs: { title: 'Jobs', page: jobsPage },
   'dead-letter': { title: 'Dead letter', page: deadLetterPage },
   workflows: { title: 'Workflows', page: workflowsPage },
+  workers: { title: 'Workers', page: workersPage },
 };
 
 const main = document.getElementById('main') as HTMLElement;
@@ -116,7 +118,7 @@ function start(s: Session): void {
   nav.hidden = false;
   show(
     who,
-    h('span', {}, s.admin ? 'Admin token' : 'Tenant token'),
+    h('span', {}, s.admin ? 'Admin token' : `Tenant ${s.tenantId ?? '?'}`),
     h(
       'button',
       {

@@ -10,6 +10,8 @@ import { request } from './api.ts';
 export interface Session {
   token: string;
   admin: boolean;
+  /** The token's tenant; null for an admin token. */
+  tenantId: string | null;
   /** Tenant ids an admin can pick from; empty for a tenant token. */
   tenants: string[];
   /** "METHOD /path" of every route the server documents. */
@@ -18,7 +20,7 @@ export interface Session {
 
 export async function sessionOpen(token: string): Promise<Session> {
   // Proves the token and says whether it is an admin's, without probing an admin-only route.
-  const me = await request<{ admin: boolean }>('GET', '/v1/whoami', { token });
+  const me = await request<{ admin: boolean; tenantId: string | null }>('GET', '/v1/whoami', { token });
   const tenants = me.admin
     ? (await request<{ items: { id: string }[] }>('GET', '/v1/tenants', { token })).items.map((t) => t.id)
     : [];
@@ -29,7 +31,7 @@ export async function sessionOpen(token: string): Promise<Session> {
   for (const [path, methods] of Object.entries(doc.paths ?? {})) {
     for (const method of Object.keys(methods)) routes.add(`${method.toUpperCase()} ${path}`);
   }
-  return { token, admin: me.admin, tenants, routes };
+  return { token, admin: me.admin, tenantId: me.tenantId, tenants, routes };
 }
 
 export function hasRoute(session: Session, route: string): boolean {

@@ -130,8 +130,21 @@ export interface WorkflowNode {
   error: string | null;
   /** Keys of the nodes this one waits for. */
   dependsOn: string[];
+  /** When its dependencies were met (its job was enqueued), its job started, and it finished. */
+  releasedAt: string | null;
+  startedAt: string | null;
+  finishedAt: string | null;
 }
 
 export interface ApiErrorBody {
   error: { code: string; message: string; fields?: { field: string; reason: string }[]; requestId: string };
+}
+
+/** GET /v1/history: per-minute figures over a window (src/api/routes/history.ts). */
+export interface History {
+  from: string;
+  to: string;
+  lag: { at: string; count: number; p50Ms: number; p99Ms: number; exact: boolean }[];
+  throughput: { at: string; succeeded: number; failed: number }[];
+  backlog: { at: string; waiting: number }[];
 }

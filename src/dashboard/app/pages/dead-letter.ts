@@ -1,8 +1,9 @@
 /// <reference lib="dom" />
 /** Dead letter: jobs that ran out of attempts, with their last error; re-run one or a selection. */
 import { get, post, query } from '../api.ts';
+import { confirmAction } from '../confirm.ts';
 import { h, notice, show } from '../dom.ts';
-import { ago, local } from '../format.ts';
+import { ago, firstLine, local } from '../format.ts';
 import { errorText, type PageContext } from '../page.ts';
 import type { Job, Page } from '../types.ts';
 
@@ -62,7 +63,16 @@ export async function deadLetterPage(ctx: PageContext): Promise<void> {
       {
         type: 'button',
         disabled: true,
-        onclick: () => retry(boxes.filter((b) => b.checked).map((b) => Number(b.value))),
+        onclick: () => {
+          const ids = boxes.filter((b) => b.checked).map((b) => Number(b.value));
+          void confirmAction(
+            `Re-run ${ids.length} dead job${ids.length === 1 ? '' : 's'}?`,
+            `${ids.length} job${ids.length === 1 ? '' : 's'} go back to the queue with a fresh set of attempts.`,
+            `Re-run ${ids.length}`,
+          ).then((yes) => {
+            if (yes) retry(ids);
+          });
+        },
       },
       'Re-run selected',
     );
@@ -111,7 +121,7 @@ export async function deadLetterPage(ctx: PageContext): Promise<void> {
                   ? '—'
                   : h('time', { datetime: j.finishedAt, title: local(j.finishedAt) }, ago(j.finishedAt, now)),
               ),
-              h('td', {}, h('pre', { class: 'error-text' }, j.lastError ?? '')),
+              h('td', {}, errorSummary(j.lastError)),
               h(
                 'td',
                 {},
@@ -133,4 +143,16 @@ export async function deadLetterPage(ctx: PageContext): Promise<void> {
   } catch (error) {
     show(status, notice(errorText(error), 'error'));
   }
+}
+
+/** The error's first line; a multi-line one (a stack trace) opens to its whole text on demand. */
+export function errorSummary(error: string | null): HTMLElement | string {
+  if (error === null) return '';
+  if (!error.includes('\n')) return h('span', { class: 'error-text' }, error);
+  return h(
+    'details',
+    { class: 'error-more' },
+    h('summary', { class: 'error-text' }, firstLine(error)),
+    h('pre', { class: 'error-text' }, error),
+  );
 }

@@ -1,16 +1,16 @@
 /// <reference lib="dom" />
 /**
- * Jobs: filter by queue, state and tenant; a running job shows its progress (a bar when it gives a
- * percentage, and its message), how long ago it last heartbeated, and a warning when it looks stuck;
- * cancel; one job's attempts with their errors.
+ * One job, and what the list shares with it: a running job shows its progress (a bar when it gives a percentage,
+ * and its message), how long ago it last heartbeated, and a warning when it looks stuck; cancel,
+ * confirmed; one job's attempts with their errors.
  */
-import { ApiError, get, post, query } from '../api.ts';
-import { badge, bar, h, notice, show, table } from '../dom.ts';
-import { ago, duration, json, local, utc } from '../format.ts';
-import { choice, filterForm, tenantChoice } from '../filters.ts';
+import { ApiError, get, post } from '../api.ts';
+import { confirmAction } from '../confirm.ts';
+import { badge, bar, h, notice, show, table, update } from '../dom.ts';
+import { duration, json, local, utc } from '../format.ts';
 import { errorText, poll, type PageContext } from '../page.ts';
 import { heartbeatView, progressView } from '../progress.ts';
-import { JOB_STATES, type Job, type JobDetail, type Page } from '../types.ts';
+import type { Job, JobDetail } from '../types.ts';
 
 /** Running jobs move: refresh often enough to watch a progress bar. */
 const POLL_MS = 2000;
@@ -68,7 +68,7 @@ export function progressCell(job: Job, now: number): HTMLElement | string {
   );
 }
 
-function cancelButton(job: Job, status: HTMLElement, after: () => Promise<void>): HTMLElement | null {
+export function cancelButton(job: Job, status: HTMLElement, after: () => Promise<void>): HTMLElement | null {
   if (FINAL.has(job.state)) return null;
   if (job.cancelRequestedAt !== null) return h('span', { class: 'muted' }, 'cancel requested');
   return h(
@@ -77,8 +77,16 @@ function cancelButton(job: Job, status: HTMLElement, after: () => Promise<void>)
       type: 'button',
       'aria-label': `Cancel job ${job.id}`,
       onclick: () => {
-        post<{ previousState: string }>(`/v1/jobs/${job.id}/cancel`)
+        confirmAction(
+          `Cancel job ${job.id}?`,
+          job.state === 'running'
+            ? `1 job (${job.kind} in ${job.queue}) is running: its handler is told to stop, and it will not be retried.`
+            : `1 job (${job.kind} in ${job.queue}) will not run.`,
+          'Cancel job',
+        )
+          .then((yes) => (yes ? post<{ previousState: string }>(`/v1/jobs/${job.id}/cancel`) : null))
           .then(async (r) => {
+            if (r === null) return;
             show(status, notice(`Job ${job.id} cancelled (was ${r.previousState}).`, 'ok'));
             await after();
           })
@@ -89,69 +97,15 @@ function cancelButton(job: Job, status: HTMLElement, after: () => Promise<void>)
   );
 }
 
-export async function jobsPage(ctx: PageContext): Promise<void> {
-  if (ctx.params[0] !== undefined) return jobPage(ctx, ctx.params[0]);
-  const filters = {
-    queue: ctx.query.get('queue') ?? '',
-    state: ctx.query.get('state') ?? '',
-    tenantId: ctx.query.get('tenantId') ?? '',
-  };
-  const status = h('div', { class: 'status-line' });
-  const list = h('div');
-  show(ctx.main, h('h1', {}, 'Jobs'), jobFilters(ctx, filters), status, list);
-  const refresh = async (): Promise<void> => {
-    const page = await get<Page<Job>>(
-      `/v1/jobs${query({ ...filters, tenantId: ctx.session.admin ? filters.tenantId : undefined, limit: 100 })}`,
-      ctx.signal,
-    );
-    const now = Date.now();
-    show(
-      list,
-      page.items.length === 0
-        ? notice('No jobs match.')
-        : table(
-            'Jobs, newest first',
-            ['Job', 'Queue', 'Kind', 'Tenant', 'State', 'Attempt', 'Progress', 'Created', ''],
-            page.items.map((j) => [
-              h('a', { href: `#/jobs/${j.id}` }, `#${j.id}`),
-              j.queue,
-              j.kind,
-              j.tenantId,
-              stateBadge(j.state),
-              `${j.attempt} / ${j.maxAttempts}`,
-              progressCell(j, now),
-              h('time', { datetime: j.createdAt, title: local(j.createdAt) }, ago(j.createdAt, now)),
-              cancelButton(j, status, refresh),
-            ]),
-            { class: 'jobs' },
-          ),
-      page.next === null
-        ? null
-        : h('p', { class: 'hint' }, 'Showing the newest 100; narrow the filters to see others.'),
-    );
-  };
-  poll(ctx, POLL_MS, status, refresh);
-  await Promise.resolve();
+/** How long the current (or last) attempt ran: to now while running, to its end once finished. */
+export function runTime(job: Job, now: number): string {
+  if (job.startedAt === null) return '—';
+  const end = job.state === 'running' || job.finishedAt === null ? now : Date.parse(job.finishedAt);
+  return duration(Math.max(0, end - Date.parse(job.startedAt)));
 }
 
-function jobFilters(ctx: PageContext, f: { queue: string; state: string; tenantId: string }): HTMLElement {
-  const queue = h('input', { id: 'f-queue', name: 'queue', value: f.queue, autocomplete: 'off' });
-  const state = choice('f-state', 'state', 'any', JOB_STATES, f.state);
-  const tenant = tenantChoice(ctx, 'f-tenant', f.tenantId);
-  return filterForm(
-    'Filter jobs',
-    [
-      ['Queue', queue],
-      ['State', state],
-      ['Tenant', tenant],
-    ],
-    () => {
-      location.hash = `#/jobs${query({ queue: queue.value.trim(), state: state.value, tenantId: tenant?.value })}`;
-    },
-  );
-}
-
-async function jobPage(ctx: PageContext, id: string): Promise<void> {
+/** One job: its facts, progress, attempts and payload; cancel or run again. */
+export async function jobPage(ctx: PageContext, id: string): Promise<void> {
   const status = h('div', { class: 'status-line' });
   const body = h('div');
   show(ctx.main, h('p', {}, h('a', { href: '#/jobs' }, '← Jobs')), status, body);
@@ -161,13 +115,13 @@ async function jobPage(ctx: PageContext, id: string): Promise<void> {
       job = await get<JobDetail>(`/v1/jobs/${encodeURIComponent(id)}`, ctx.signal);
     } catch (error) {
       if (error instanceof ApiError && (error.status === 404 || error.status === 400)) {
-        show(body, h('h1', {}, 'Job not found'), notice(`No job ${id} is visible to this token.`, 'error'));
+        update(body, h('h1', {}, 'Job not found'), notice(`No job ${id} is visible to this token.`, 'error'));
         return;
       }
       throw error;
     }
     const now = Date.now();
-    show(
+    update(
       body,
       h('h1', {}, `Job #${job.id} `, stateBadge(job.state)),
       h(
@@ -207,6 +161,7 @@ async function jobPage(ctx: PageContext, id: string): Promise<void> {
           ['Run at', `${utc(job.runAt)} · ${local(job.runAt)}`],
           ['Started', utc(job.startedAt)],
           ['Finished', utc(job.finishedAt)],
+          ['Run time', runTime(job, now)],
           ['Deadline per attempt', job.timeoutMs === null ? 'none' : duration(job.timeoutMs)],
           ['Worker', job.leaseOwner ?? '—'],
           ['Lease until', utc(job.leaseExpiresAt)],
@@ -242,6 +197,7 @@ async function jobPage(ctx: PageContext, id: string): Promise<void> {
               a.error === null ? '' : h('pre', { class: 'error-text' }, a.error),
             ]),
             { class: 'attempts' },
+            job.attempts.map((a) => String(a.attempt)),
           ),
       h('h2', {}, 'Payload'),
       h('pre', { class: 'json' }, json(job.payload)),

@@ -1,54 +1,33 @@
 /// <reference lib="dom" />
 /**
- * Overview: schedule lag over time (p50/p99), backlog per queue, running and dead counts, the leader
- * and its epoch, and an alert when lag passes a threshold the operator sets (kept in localStorage).
+ * Overview: schedule lag p50/p99, throughput (jobs succeeded, attempts failed) and backlog over the
+ * last hours, read from the database (GET /v1/history) so a reload draws the same charts at once;
+ * backlog per queue, running and dead counts, the leader and its epoch; and an alert when lag passes
+ * a threshold the operator sets (kept in localStorage).
  *
- * With an admin token it reads /metrics, which is cluster-wide. With a tenant token it counts that
- * tenant's own jobs through /v1/jobs instead and shows no cluster figures (lag and leadership are
- * shared by every tenant, and the per-queue depths would tell one tenant about the others).
+ * With an admin token the live figures come from /metrics, which is cluster-wide. With a tenant
+ * token they come from that tenant's own jobs through /v1/jobs, the history is the tenant's own, and
+ * no cluster figure is shown (leadership is shared by every tenant, and the per-queue depths would
+ * tell one tenant about the others).
  */
 import { get, metricsText, query } from '../api.ts';
 import { lineChart } from '../chart.ts';
-import { bar, h, notice, show, table } from '../dom.ts';
-import { duration } from '../format.ts';
+import { bar, h, notice, update, table } from '../dom.ts';
 import { poll, type PageContext } from '../page.ts';
-import {
-  bucketsDelta,
-  histogramBuckets,
-  parseMetrics,
-  quantile,
-  quantileOf,
-  sumBy,
-  samplesNamed,
-  type Buckets,
-} from '../prom.ts';
-import type { Job, Page } from '../types.ts';
+import { parseMetrics, sumBy, samplesNamed } from '../prom.ts';
+import type { History, Job, Page } from '../types.ts';
 
 const POLL_MS = 5000;
-/** Gauge samples per p50/p99 point when the server exports no lag histogram: one minute at POLL_MS. */
-const WINDOW = 12;
-/** Points kept for the chart: an hour at POLL_MS. */
-const KEEP = 720;
+/** The charts' window, and how often it is read again (a minute is its grain). */
+const HISTORY_HOURS = 3;
+const HISTORY_EVERY_MS = 30_000;
 const THRESHOLD_KEY = 'tidemark.lagAlertSeconds';
 /**
  * Default alert: the worst lateness the design allows is the lease TTL plus one tick (10 s + 1 s,
  * DESIGN.md decision 2), so a lag past 15 s is something the failover does not explain.
  */
 const DEFAULT_THRESHOLD_S = 15;
-/** A histogram of occurrence lateness, if the scheduler exports one into the same scrape. */
-const LAG_HISTOGRAM = 'tidemark_occurrence_lag_seconds';
-
-interface Point {
-  t: number;
-  /** tidemark_schedule_lag_seconds at the scrape. */
-  lag: number;
-  p50: number | null;
-  p99: number | null;
-}
-
-// Kept across visits to the page within the tab, so the chart does not restart at every click.
-const history: Point[] = [];
-let lastBuckets: Buckets | null = null;
+const MINUTE = 60_000;
 
 export function thresholdGet(): number {
   const saved = Number(localStorage.getItem(THRESHOLD_KEY));
@@ -57,33 +36,143 @@ export function thresholdGet(): number {
 
 export async function overviewPage(ctx: PageContext): Promise<void> {
   const status = h('div', { class: 'status-line' });
-  const body = h('div');
-  show(ctx.main, h('h1', {}, 'Overview'), status, body);
-  if (ctx.session.admin) poll(ctx, POLL_MS, status, () => clusterTick(ctx, body));
-  else poll(ctx, POLL_MS, status, () => tenantTick(ctx, body));
+  const alert = h('div');
+  const live = h('div');
+  const charts = h('div');
+  const form = thresholdForm(thresholdGet(), () => void drawHistory().catch(() => undefined));
+  update(ctx.main, h('h1', {}, 'Overview'), status, alert, live, charts, form);
+  let history: History | null = null;
+  let historyAt = 0;
+  let lagNow = 0;
+  const drawHistory = async (): Promise<void> => {
+    if (history === null || Date.now() - historyAt >= HISTORY_EVERY_MS) {
+      history = await get<History>(`/v1/history${query({})}`, ctx.signal);
+      historyAt = Date.now();
+    }
+    const threshold = thresholdGet();
+    const recentP99 = (history.lag.at(-1)?.p99Ms ?? 0) / 1000;
+    const alerting = ctx.session.admin && (lagNow > threshold || recentP99 > threshold);
+    update(
+      alert,
+      alerting
+        ? h(
+            'div',
+            { class: 'alert', role: 'alert' },
+            h('strong', {}, 'Schedule lag alert: '),
+            `lag is ${lagNow.toFixed(1)} s now, p99 of the last minute ${recentP99.toFixed(1)} s, over the ${threshold} s threshold. The scheduler is falling behind or has no leader.`,
+          )
+        : null,
+    );
+    update(charts, historyCharts(history, threshold));
+  };
+  const tick = async (): Promise<void> => {
+    if (ctx.session.admin) lagNow = await clusterTick(ctx, live);
+    else await tenantTick(ctx, live);
+    await drawHistory();
+  };
+  poll(ctx, POLL_MS, status, tick);
   await Promise.resolve();
 }
 
-async function clusterTick(ctx: PageContext, body: HTMLElement): Promise<void> {
+/** Every minute of the window, with null where the series has no row for it. */
+function perMinute<T extends { at: string }>(
+  window: History,
+  rows: T[],
+  value: (row: T) => number,
+  missing: number | null,
+): { t: number; v: number | null }[] {
+  const byMinute = new Map(rows.map((r) => [Math.floor(Date.parse(r.at) / MINUTE), value(r)]));
+  const out: { t: number; v: number | null }[] = [];
+  const last = Math.ceil(Date.parse(window.to) / MINUTE);
+  for (let m = Math.floor(Date.parse(window.from) / MINUTE); m < last; m++) {
+    out.push({ t: m * MINUTE, v: byMinute.get(m) ?? missing });
+  }
+  return out;
+}
+
+function historyCharts(history: History, threshold: number): HTMLElement[] {
+  const lagRows = history.lag;
+  const approximate = lagRows.some((m) => !m.exact);
+  const succeeded = history.throughput.reduce((n, m) => n + m.succeeded, 0);
+  const failed = history.throughput.reduce((n, m) => n + m.failed, 0);
+  const waiting = history.backlog.at(-1)?.waiting ?? 0;
+  return [
+    h(
+      'section',
+      { 'aria-labelledby': 'lag-h' },
+      h('h2', { id: 'lag-h' }, `Schedule lag, last ${HISTORY_HOURS} hours`),
+      lagRows.length === 0
+        ? notice(`No schedule fired in the last ${HISTORY_HOURS} hours.`)
+        : lineChart(
+            `Schedule lag p50 and p99 per minute over the last ${HISTORY_HOURS} hours; worst p99 ${(Math.max(...lagRows.map((m) => m.p99Ms)) / 1000).toFixed(2)} s`,
+            [
+              // p99 first, so p50 is drawn on top where they meet.
+              {
+                label: 'p99',
+                className: 's-p99',
+                points: perMinute(history, lagRows, (m) => m.p99Ms / 1000, null),
+              },
+              {
+                label: 'p50',
+                className: 's-p50',
+                points: perMinute(history, lagRows, (m) => m.p50Ms / 1000, null),
+              },
+            ],
+            { unit: 's', threshold, minTop: 0.1 },
+          ),
+      h(
+        'p',
+        { class: 'hint' },
+        'How late each scheduled occurrence was decided (materialised minus fire time), from the occurrence ledger.',
+        approximate
+          ? ' Minutes retention has rolled up show their mean and worst instead of p50 and p99.'
+          : '',
+      ),
+    ),
+    h(
+      'section',
+      { 'aria-labelledby': 'throughput-h' },
+      h('h2', { id: 'throughput-h' }, `Throughput: ${succeeded} succeeded, ${failed} failed attempts`),
+      lineChart(
+        `Jobs succeeded and attempts failed per minute over the last ${HISTORY_HOURS} hours`,
+        [
+          {
+            label: 'succeeded / min',
+            className: 's-ok',
+            points: perMinute(history, history.throughput, (m) => m.succeeded, 0),
+          },
+          {
+            label: 'failed / min',
+            className: 's-bad',
+            points: perMinute(history, history.throughput, (m) => m.failed, 0),
+          },
+        ],
+        { unit: '' },
+      ),
+    ),
+    h(
+      'section',
+      { 'aria-labelledby': 'backlog-h' },
+      h('h2', { id: 'backlog-h' }, `Backlog: ${waiting} due and waiting`),
+      lineChart(
+        `Jobs due and not started, at the end of each minute over the last ${HISTORY_HOURS} hours`,
+        [
+          {
+            label: 'waiting',
+            className: 's-p50',
+            points: history.backlog.map((m) => ({ t: Date.parse(m.at), v: m.waiting })),
+          },
+        ],
+        { unit: '' },
+      ),
+    ),
+  ];
+}
+
+/** The live figures from /metrics; returns the lag gauge for the alert. */
+async function clusterTick(ctx: PageContext, body: HTMLElement): Promise<number> {
   const samples = parseMetrics(await metricsText(ctx.signal));
   const lag = samplesNamed(samples, 'tidemark_schedule_lag_seconds')[0]?.value ?? 0;
-  const now = Date.now();
-  const buckets = histogramBuckets(samples, LAG_HISTOGRAM);
-  const delta = buckets === null ? null : bucketsDelta(buckets, lastBuckets);
-  lastBuckets = buckets;
-  let p50 = delta === null ? null : quantile(0.5, delta);
-  let p99 = delta === null ? null : quantile(0.99, delta);
-  let source = 'lateness of the occurrences materialised between scrapes';
-  // No histogram, or nothing materialised since the last scrape: the lag gauge (the age of the oldest
-  // due schedule not yet materialised) is then the lateness the next occurrence will have at least.
-  if (p50 === null || p99 === null) {
-    const window = [...history.slice(-(WINDOW - 1)).map((p) => p.lag), lag];
-    p50 = quantileOf(0.5, window);
-    p99 = quantileOf(0.99, window);
-    source = `the lag gauge, sampled every ${POLL_MS / 1000} s over the last ${WINDOW} samples (no occurrence was materialised between these scrapes)`;
-  }
-  history.push({ t: now, lag, p50, p99 });
-  if (history.length > KEEP) history.splice(0, history.length - KEEP);
 
   const queues = new Set<string>();
   const byState = new Map<string, Map<string, number>>();
@@ -98,44 +187,16 @@ async function clusterTick(ctx: PageContext, body: HTMLElement): Promise<void> {
   const total = (state: string) => [...(byState.get(state)?.values() ?? [])].reduce((a, b) => a + b, 0);
   const epochs = sumBy(samples, 'tidemark_leader_epoch', 'lease');
   const leaders = samplesNamed(samples, 'tidemark_leader_held');
-
   const threshold = thresholdGet();
-  const recentP99 = history.at(-1)?.p99 ?? null;
-  const alerting = lag > threshold || (recentP99 !== null && recentP99 > threshold);
-  show(
+  update(
     body,
-    alerting
-      ? h(
-          'div',
-          { class: 'alert', role: 'alert' },
-          h('strong', {}, 'Schedule lag alert: '),
-          `lag is ${lag.toFixed(1)} s now, p99 ${recentP99 === null ? '—' : `${recentP99.toFixed(1)} s`}, over the ${threshold} s threshold. The scheduler is falling behind or has no leader.`,
-        )
-      : null,
     h(
       'section',
       { class: 'cards', 'aria-label': 'Totals' },
-      card('Schedule lag now', `${lag.toFixed(1)} s`, alerting ? 'bad' : 'ok'),
+      card('Schedule lag now', `${lag.toFixed(1)} s`, lag > threshold ? 'bad' : 'ok'),
       card('Backlog (due, waiting)', String(total('available')), total('available') > 0 ? 'warn' : 'ok'),
       card('Running', String(total('running')), 'ok'),
       card('Dead', String(total('dead')), total('dead') > 0 ? 'bad' : 'ok'),
-    ),
-    h(
-      'section',
-      { 'aria-labelledby': 'lag-h' },
-      h('h2', { id: 'lag-h' }, 'Schedule lag'),
-      history.length < 2
-        ? notice('Collecting samples: the chart starts after the second scrape.')
-        : lineChart(
-            `Schedule lag p50 and p99 over the last ${duration(now - (history[0]?.t ?? now))}`,
-            [
-              { label: 'p50', className: 's-p50', points: history.map((p) => ({ t: p.t, v: p.p50 })) },
-              { label: 'p99', className: 's-p99', points: history.map((p) => ({ t: p.t, v: p.p99 })) },
-            ],
-            threshold,
-          ),
-      h('p', { class: 'hint' }, `Percentiles of ${source}.`),
-      thresholdForm(threshold),
     ),
     h(
       'section',
@@ -169,6 +230,7 @@ async function clusterTick(ctx: PageContext, body: HTMLElement): Promise<void> {
           ),
     ),
   );
+  return lag;
 }
 
 interface QueueRow {
@@ -199,6 +261,7 @@ function queueTable(rows: QueueRow[]): HTMLTableElement {
         : h('a', { href: `#/dead-letter?queue=${encodeURIComponent(r.queue)}` }, String(r.dead)),
     ]),
     { class: 'queues' },
+    rows.map((r) => r.queue),
   );
 }
 
@@ -215,13 +278,13 @@ function card(label: string, value: string, tone: string): HTMLElement {
   );
 }
 
-function thresholdForm(current: number): HTMLFormElement {
+function thresholdForm(current: number, saved: () => void): HTMLFormElement {
   const input = h('input', {
     id: 'lag-threshold',
     name: 'threshold',
     type: 'number',
-    min: 1,
-    step: 1,
+    min: 0.1,
+    step: 'any',
     value: current,
     required: true,
   });
@@ -233,6 +296,7 @@ function thresholdForm(current: number): HTMLFormElement {
         event.preventDefault();
         const v = Number(input.value);
         if (Number.isFinite(v) && v > 0) localStorage.setItem(THRESHOLD_KEY, String(v));
+        saved();
       },
     },
     h('label', { for: 'lag-threshold' }, 'Alert when lag exceeds (seconds)'),
@@ -268,7 +332,7 @@ async function tenantTick(ctx: PageContext, body: HTMLElement): Promise<void> {
       rows.set(job.queue, row);
     }
   });
-  show(
+  update(
     body,
     h(
       'section',
@@ -280,7 +344,7 @@ async function tenantTick(ctx: PageContext, body: HTMLElement): Promise<void> {
     h(
       'p',
       { class: 'hint' },
-      'Signed in with a tenant token: these are your tenant’s jobs only. Schedule lag and leadership are cluster-wide and need an admin token.',
+      'Signed in with a tenant token: these are your tenant’s jobs and schedules only. Leadership is cluster-wide and needs an admin token.',
     ),
     h(
       'section',

@@ -1,12 +1,13 @@
 /// <reference lib="dom" />
 /**
  * Schedules: register one from a spec or a plain-English phrase (the answer shows what it compiled
- * to and the next fire times), list with next fire times in UTC and local time, pause, resume,
+ * to and the next fire times), list with next fire times in the schedule's own zone and UTC, pause, resume,
  * trigger now; and one schedule's occurrence ledger with on-time, late, skipped and missed marked.
  */
-import { ApiError, get, post, query } from '../api.ts';
-import { badge, h, notice, show, table } from '../dom.ts';
-import { duration, local, utc } from '../format.ts';
+import { ApiError, del, get, patch, post, query } from '../api.ts';
+import { confirmAction } from '../confirm.ts';
+import { badge, h, notice, show, table, update } from '../dom.ts';
+import { duration, inZone, utc } from '../format.ts';
 import { errorText, missingRoutes, poll, type PageContext } from '../page.ts';
 import type { Occurrence, Page, Schedule } from '../types.ts';
 
@@ -166,12 +167,18 @@ function createForm(ctx: PageContext, tenant: string, out: HTMLElement): HTMLEle
   return form;
 }
 
-function fireTimes(times: string[]): HTMLElement {
+/** Each time in the schedule's own zone first (what its spec means), then in UTC. */
+function fireTimes(times: string[], timeZone: string): HTMLElement {
   return h(
     'ol',
     { class: 'fire-times' },
     times.map((t) =>
-      h('li', {}, h('time', { datetime: t }, utc(t)), h('span', { class: 'local' }, local(t))),
+      h(
+        'li',
+        {},
+        h('time', { datetime: t, class: 'zoned' }, inZone(t, timeZone)),
+        h('span', { class: 'local' }, utc(t)),
+      ),
     ),
   );
 }
@@ -195,8 +202,8 @@ function createdSummary(s: Schedule): HTMLElement {
       h('code', {}, s.compiled?.canonical ?? '—'),
       s.compiled === null ? '' : ` (${s.compiled.kind}, ${s.compiled.timeZone})`,
     ),
-    h('h3', {}, 'Next fire times'),
-    fireTimes(s.nextFireTimes),
+    h('h3', {}, `Next fire times (${s.timeZone}, then UTC)`),
+    fireTimes(s.nextFireTimes, s.timeZone),
   );
 }
 
@@ -254,32 +261,37 @@ function renderList(
   refresh: () => Promise<void>,
 ): void {
   if (items.length === 0) {
-    show(region, notice('No schedules yet.'));
+    update(region, notice('No schedules yet.'));
     return;
   }
-  show(
+  update(
     region,
     table(
       'Schedules',
-      ['Name', 'When', 'Zone', 'Next fire (UTC)', 'Next fire (local)', 'State', 'Actions'],
+      ['Name', 'When', 'Zone', 'Next fire (its zone)', 'Next fire (UTC)', 'State', 'Actions'],
       items.map((s) => [
-        h('a', { href: `#/schedules/${s.id}` }, s.name),
+        h('a', { href: `#/schedules/${s.id}`, class: 'name' }, s.name),
         h('span', {}, h('code', {}, s.spec), h('br'), h('small', {}, meaning(s))),
         s.timeZone,
+        s.paused ? '—' : inZone(s.nextFireAt, s.timeZone),
         s.paused ? '—' : utc(s.nextFireAt),
-        s.paused ? '—' : local(s.nextFireAt),
         stateBadge(s),
         actions(s, status, refresh),
       ]),
       { class: 'schedules' },
+      items.map((s) => s.id),
     ),
   );
 }
 
-/** How an occurrence went: the ledger's state, with enqueued split by lateness. */
+/**
+ * How an occurrence went: the ledger's state, with enqueued split by lateness. A trigger-now
+ * occurrence's fire time is the click itself, so it is neither on time nor late: it is manual.
+ */
 export function occurrenceVerdict(o: Occurrence): { text: string; tone: string } {
   if (o.state === 'skipped') return { text: 'skipped', tone: 'warn' };
   if (o.state === 'missed') return { text: 'missed', tone: 'bad' };
+  if (o.source === 'trigger') return { text: 'manual', tone: 'info' };
   if (o.lateMs > LATE_AFTER_MS) return { text: 'late', tone: 'warn' };
   return { text: 'on time', tone: 'ok' };
 }
@@ -302,12 +314,12 @@ async function schedulePage(ctx: PageContext, id: string): Promise<void> {
       s = await get<Schedule>(`/v1/schedules/${encodeURIComponent(id)}`, ctx.signal);
     } catch (error) {
       if (error instanceof ApiError && error.status === 404) {
-        show(
+        update(
           head,
           h('h1', {}, 'Schedule not found'),
           notice(`No schedule ${id} is visible to this token.`, 'error'),
         );
-        show(ledger);
+        update(ledger);
         return;
       }
       throw error;
@@ -316,7 +328,7 @@ async function schedulePage(ctx: PageContext, id: string): Promise<void> {
       `/v1/schedules/${encodeURIComponent(id)}/occurrences?limit=100`,
       ctx.signal,
     );
-    show(
+    update(
       head,
       h('h1', {}, s.name, ' ', stateBadge(s)),
       h(
@@ -336,31 +348,35 @@ async function schedulePage(ctx: PageContext, id: string): Promise<void> {
         fact('Version', String(s.version)),
       ),
       actions(s, status, refresh),
-      h('h2', {}, 'Next fire times'),
-      s.paused ? notice('Paused: nothing fires until it is resumed.') : fireTimes(s.nextFireTimes),
+      editForm(s, status, refresh),
+      h('h2', {}, `Next fire times (${s.timeZone}, then UTC)`),
+      s.paused
+        ? notice('Paused: nothing fires until it is resumed.')
+        : fireTimes(s.nextFireTimes, s.timeZone),
     );
     if (occ.items.length === 0) {
-      show(ledger, notice('No occurrences yet.'));
+      update(ledger, notice('No occurrences yet.'));
       return;
     }
-    show(
+    update(
       ledger,
       table(
         'Occurrence ledger, newest first',
-        ['Fire time (UTC)', 'Local', 'Outcome', 'Lateness', 'Source', 'Job', 'Reason'],
+        [`Fire time (${s.timeZone})`, 'UTC', 'Outcome', 'Lateness', 'Source', 'Job', 'Reason'],
         occ.items.map((o) => {
           const v = occurrenceVerdict(o);
           return [
+            inZone(o.fireAt, s.timeZone),
             utc(o.fireAt),
-            local(o.fireAt),
             badge(v.text, v.tone),
-            duration(o.lateMs),
+            o.source === 'trigger' ? '—' : duration(o.lateMs),
             o.source,
             o.jobId === null ? '—' : h('a', { href: `#/jobs/${o.jobId}` }, `#${o.jobId}`),
             o.reason ?? '',
           ];
         }),
         { class: 'ledger' },
+        occ.items.map((o) => `${o.source}:${o.fireAt}`),
       ),
     );
   };
@@ -375,4 +391,92 @@ function fact(term: string, value: Node | string): HTMLElement[] {
 /** What the schedule means, or why it does not fire: its stored spec no longer compiles. */
 function meaning(s: Schedule): string {
   return s.compiled?.description ?? `Not firing: ${s.specError ?? 'the spec does not compile'}`;
+}
+
+/**
+ * Edit (name, spec, zone, target) and delete. Values are read from the submitted form itself: live
+ * updates keep the elements the operator is typing in and hand them this render's handler.
+ */
+function editForm(s: Schedule, status: HTMLElement, refresh: () => Promise<void>): HTMLElement {
+  const input = (name: string, label: string, value: string) =>
+    field(
+      `edit-${name}`,
+      label,
+      h('input', { id: `edit-${name}`, name, value, required: true, autocomplete: 'off' }),
+    );
+  return h(
+    'details',
+    { class: 'edit' },
+    h('summary', {}, 'Edit or delete'),
+    h(
+      'form',
+      {
+        class: 'card-form',
+        'aria-label': `Edit ${s.name}`,
+        onsubmit: (event: Event) => {
+          event.preventDefault();
+          const data = new FormData(event.target as HTMLFormElement);
+          const text = (key: string): string => {
+            const value = data.get(key);
+            return typeof value === 'string' ? value.trim() : '';
+          };
+          const body = {
+            name: text('name'),
+            spec: text('spec'),
+            timeZone: text('timeZone'),
+            target: {
+              queue: text('queue'),
+              ...(s.target.url === undefined ? { kind: text('kind') } : { url: s.target.url }),
+            },
+          };
+          patch<Schedule>(`/v1/schedules/${s.id}${query({ expectedVersion: s.version })}`, body)
+            .then(async (saved) => {
+              show(
+                status,
+                notice(`Saved ${saved.name} (version ${saved.version}): ${meaning(saved)}.`, 'ok'),
+              );
+              await refresh();
+            })
+            .catch((error: unknown) => show(status, notice(`Not saved: ${errorText(error)}`, 'error')));
+        },
+      },
+      h(
+        'div',
+        { class: 'grid-fields' },
+        input('name', 'Name', s.name),
+        input('spec', 'When', s.spec),
+        input('timeZone', 'Time zone', s.timeZone),
+        input('queue', 'Queue', s.target.queue),
+        s.target.url === undefined ? input('kind', 'Handler', s.target.kind) : null,
+      ),
+      h(
+        'div',
+        { class: 'actions' },
+        h('button', { type: 'submit' }, 'Save changes'),
+        h(
+          'button',
+          {
+            type: 'button',
+            class: 'danger',
+            onclick: () => {
+              void confirmAction(
+                `Delete schedule ${s.name}?`,
+                'It stops firing, and its occurrence ledger is deleted with it. Jobs it already enqueued stay.',
+                'Delete schedule',
+              ).then(async (yes) => {
+                if (!yes) return;
+                try {
+                  await del(`/v1/schedules/${s.id}`);
+                  location.hash = '#/schedules';
+                } catch (error) {
+                  show(status, notice(errorText(error), 'error'));
+                }
+              });
+            },
+          },
+          'Delete schedule',
+        ),
+      ),
+    ),
+  );
 }

@@ -1,13 +1,17 @@
 /// <reference lib="dom" />
 /**
  * Workflows: the newest first, filtered by state (and tenant, for an admin), or one opened by id; a
- * workflow's state, node counts per state, failed nodes with their errors; cancel and resume; and a
- * graph for workflows of up to GRAPH_MAX nodes, counts only beyond.
+ * workflow's state, node counts per state, failed nodes with their errors; cancel and resume; a
+ * graph with a legend and nodes linked to their jobs, and the critical path as a timeline, for
+ * workflows of up to GRAPH_MAX nodes; every node's times in a list paged by key, so a workflow of
+ * 100,000 nodes costs one page of them (beyond GRAPH_MAX the graph is drawn for that page only).
  */
 import { ApiError, get, post, query } from '../api.ts';
-import { badge, h, notice, show, table } from '../dom.ts';
-import { ago, local, utc } from '../format.ts';
-import { GRAPH_MAX, workflowGraph } from '../graph.ts';
+import { confirmAction } from '../confirm.ts';
+import { badge, h, notice, show, table, update } from '../dom.ts';
+import { ago, duration, local, utc } from '../format.ts';
+import { GRAPH_MAX, NODE_STATES, nodeLegend, nodeState, workflowGraph } from '../graph.ts';
+import { criticalPath, timeline } from '../timeline.ts';
 import { choice, filterForm, tenantChoice } from '../filters.ts';
 import { errorText, missingRoutes, poll, type PageContext } from '../page.ts';
 import type { Page, WorkflowNode, WorkflowStatus, WorkflowSummary } from '../types.ts';
@@ -15,6 +19,8 @@ import type { Page, WorkflowNode, WorkflowStatus, WorkflowSummary } from '../typ
 const ROUTES = ['GET /v1/workflows', 'GET /v1/workflows/{id}', 'GET /v1/workflows/{id}/nodes'];
 const POLL_MS = 3000;
 const NODE_PAGE = 1000;
+/** Nodes per page of the node list. */
+const NODE_LIST = 100;
 const LIST_PAGE = 50;
 const STATES = ['running', 'succeeded', 'failed', 'cancelled'];
 
@@ -140,9 +146,44 @@ async function nodesOf(
   return out;
 }
 
+function nodeTimes(n: WorkflowNode, now: number): string {
+  if (n.startedAt === null) return '—';
+  return duration((n.finishedAt === null ? now : Date.parse(n.finishedAt)) - Date.parse(n.startedAt));
+}
+
+function nodeTable(nodes: WorkflowNode[], now: number): HTMLTableElement {
+  return table(
+    'Nodes with their times',
+    ['Node', 'State', 'Job', 'Released (UTC)', 'Started (UTC)', 'Finished (UTC)', 'Ran', 'Runs'],
+    nodes.map((n) => [
+      n.key,
+      badge(nodeState(n), NODE_TONE[nodeState(n)] ?? 'muted'),
+      n.jobId === null ? '—' : h('a', { href: `#/jobs/${n.jobId}` }, `#${n.jobId}`),
+      utc(n.releasedAt),
+      utc(n.startedAt),
+      utc(n.finishedAt),
+      nodeTimes(n, now),
+      String(n.runs),
+    ]),
+    { class: 'nodes' },
+    nodes.map((n) => n.key),
+  );
+}
+
+const NODE_TONE: Record<string, string> = {
+  running: 'info',
+  queued: 'info',
+  succeeded: 'ok',
+  failed: 'bad',
+  skipped: 'warn',
+  waiting: 'info',
+};
+
 async function workflowPage(ctx: PageContext, id: string): Promise<void> {
   const status = h('div', { class: 'status-line', 'aria-live': 'polite' });
   const body = h('div');
+  const nodeFilter = ctx.query.get('nstate') ?? '';
+  const nodeAfter = ctx.query.get('nafter') ?? '';
   show(ctx.main, h('p', {}, h('a', { href: '#/workflows' }, '← Workflows')), status, body);
   const act = (action: 'cancel' | 'resume'): void => {
     post(`/v1/workflows/${encodeURIComponent(id)}/${action}`)
@@ -152,13 +193,15 @@ async function workflowPage(ctx: PageContext, id: string): Promise<void> {
       })
       .catch((error: unknown) => show(status, notice(errorText(error), 'error')));
   };
+  const nodeLink = (params: { nstate?: string; nafter?: string }): string =>
+    `#/workflows/${encodeURIComponent(id)}${query(params)}`;
   const refresh = async (): Promise<void> => {
     let wf: WorkflowStatus;
     try {
       wf = await get<WorkflowStatus>(`/v1/workflows/${encodeURIComponent(id)}`, ctx.signal);
     } catch (error) {
       if (error instanceof ApiError && (error.status === 404 || error.status === 400)) {
-        show(
+        update(
           body,
           h('h1', {}, 'Workflow not found'),
           notice(`No workflow ${id} is visible to this token.`, 'error'),
@@ -167,11 +210,34 @@ async function workflowPage(ctx: PageContext, id: string): Promise<void> {
       }
       throw error;
     }
+    const now = Date.now();
     const failedCount = wf.nodes.failed ?? 0;
     const failed = failedCount > 0 ? await nodesOf(ctx, id, 'failed', 200) : [];
     const drawable = wf.nodeCount <= GRAPH_MAX;
     const all = drawable ? await nodesOf(ctx, id, undefined, GRAPH_MAX) : [];
-    show(
+    const listed = await get<NodePage>(
+      `/v1/workflows/${encodeURIComponent(id)}/nodes${query({ state: nodeFilter, after: nodeAfter, limit: NODE_LIST })}`,
+      ctx.signal,
+    );
+    const path = drawable ? criticalPath(all, now) : [];
+    const unfinished =
+      wf.nodeCount -
+      (wf.nodes.succeeded ?? 0) -
+      failedCount -
+      (wf.nodes.skipped ?? 0) -
+      (wf.nodes.cancelled ?? 0);
+    const stateFilter = h(
+      'select',
+      {
+        id: 'node-state',
+        onchange: (e: Event) => {
+          location.hash = nodeLink({ nstate: (e.target as HTMLSelectElement).value });
+        },
+      },
+      h('option', { value: '' }, 'any'),
+      NODE_STATES.map((st) => h('option', { value: st, selected: st === nodeFilter }, st)),
+    );
+    update(
       body,
       h('h1', {}, wf.name === '' ? wf.id : wf.name, ' ', badge(wf.state, TONE[wf.state] ?? 'muted')),
       h(
@@ -185,6 +251,12 @@ async function workflowPage(ctx: PageContext, id: string): Promise<void> {
           ['Run', String(wf.generation)],
           ['Started', `${utc(wf.startedAt)} · ${local(wf.startedAt)}`],
           ['Finished', utc(wf.finishedAt)],
+          [
+            'Took',
+            wf.finishedAt === null
+              ? `${duration(now - Date.parse(wf.startedAt))} so far`
+              : duration(Date.parse(wf.finishedAt) - Date.parse(wf.startedAt)),
+          ],
         ].flatMap(([k, v]) => [h('dt', {}, k ?? ''), h('dd', {}, v ?? '')]),
       ),
       wf.error === null ? null : [h('h2', {}, 'Error'), h('pre', { class: 'error-text' }, wf.error)],
@@ -192,7 +264,22 @@ async function workflowPage(ctx: PageContext, id: string): Promise<void> {
         'div',
         { class: 'actions' },
         wf.state === 'running'
-          ? h('button', { type: 'button', onclick: () => act('cancel') }, 'Cancel workflow')
+          ? h(
+              'button',
+              {
+                type: 'button',
+                onclick: () => {
+                  void confirmAction(
+                    `Cancel workflow ${wf.name === '' ? wf.id : wf.name}?`,
+                    `Its ${unfinished} unfinished node${unfinished === 1 ? '' : 's'} will not run; running jobs are told to stop.`,
+                    'Cancel workflow',
+                  ).then((yes) => {
+                    if (yes) act('cancel');
+                  });
+                },
+              },
+              'Cancel workflow',
+            )
           : null,
         wf.state === 'failed' || wf.state === 'cancelled'
           ? h('button', { type: 'button', onclick: () => act('resume') }, 'Resume workflow')
@@ -202,8 +289,12 @@ async function workflowPage(ctx: PageContext, id: string): Promise<void> {
       table(
         'Nodes per state',
         ['State', 'Nodes'],
-        Object.entries(wf.nodes).map(([state, n]) => [state, String(n)]),
+        Object.entries(wf.nodes).map(([state, n]) => [
+          h('a', { href: nodeLink({ nstate: state }) }, state),
+          String(n),
+        ]),
         { class: 'counts' },
+        Object.keys(wf.nodes),
       ),
       failedCount === 0
         ? null
@@ -219,14 +310,35 @@ async function workflowPage(ctx: PageContext, id: string): Promise<void> {
                 h('pre', { class: 'error-text' }, n.error ?? ''),
               ]),
               { class: 'failed-nodes' },
+              failed.map((n) => n.key),
             ),
           ],
       h('h2', {}, 'Graph'),
-      !drawable
-        ? notice(
-            `${wf.nodeCount} nodes: too many to draw (up to ${GRAPH_MAX}); the counts above are the view.`,
-          )
-        : workflowGraph(all),
+      nodeLegend(),
+      drawable
+        ? workflowGraph(all)
+        : [
+            notice(
+              `${wf.nodeCount} nodes: too many to draw whole (up to ${GRAPH_MAX}). Drawn below: the ${listed.items.length} nodes listed on this page, with the dependencies among them.`,
+            ),
+            listed.items.length === 0 ? null : workflowGraph(listed.items),
+          ],
+      path.length === 0 ? null : [h('h2', {}, 'Critical path'), timeline(path, now)],
+      h('h2', { id: 'node-list-h' }, 'Nodes'),
+      h('div', { class: 'filters' }, h('label', { for: 'node-state' }, 'Node state'), stateFilter),
+      listed.items.length === 0 ? notice('No nodes match.') : nodeTable(listed.items, now),
+      h(
+        'p',
+        { class: 'pager' },
+        nodeAfter === '' ? null : h('a', { href: nodeLink({ nstate: nodeFilter }) }, '← First nodes'),
+        listed.next === null
+          ? null
+          : h(
+              'a',
+              { href: nodeLink({ nstate: nodeFilter, nafter: listed.next }) },
+              `Next ${NODE_LIST} nodes →`,
+            ),
+      ),
     );
   };
   poll(ctx, POLL_MS, status, refresh);

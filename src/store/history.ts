@@ -1,0 +1,151 @@
+/**
+ * Minute-by-minute history for the dashboard's charts, read from what the database keeps, so a
+ * reload or a second operator sees the same hours: schedule lateness from the occurrence ledger and
+ * its rollups (0021), jobs finished and attempts failed by finish time, and the backlog (jobs due
+ * and not yet started) rebuilt from the jobs' own times.
+ */
+import type { Queryable } from './pool.ts';
+
+export interface HistoryRange {
+  from: Date;
+  to: Date;
+  /** One tenant's rows only; undefined for every tenant. */
+  tenantId?: string;
+}
+
+export interface LagMinute {
+  at: Date;
+  /** Scheduled occurrences fired in this minute (trigger-now ones carry no lateness). */
+  count: number;
+  p50S: number;
+  p99S: number;
+  /**
+   * False where retention has already rolled the minute up: the rollup keeps the mean and the
+   * worst, which then stand in for p50 and p99.
+   */
+  exact: boolean;
+}
+
+/**
+ * Lateness percentiles per minute of fire time: computed over the ledger's rows where they are
+ * still there (a BRIN range read, occurrences_fire_brin), and the rollup's mean and max for minutes
+ * retention has pruned. A minute is in one or the other, never both (the prune moves it).
+ */
+export async function historyLagPerMinute(db: Queryable, range: HistoryRange): Promise<LagMinute[]> {
+  const { rows } = await db.query<{ at: Date; count: number; p50: number; p99: number; exact: boolean }>({
+    name: 'historyLagPerMinute',
+    text: `SELECT date_trunc('minute', o.fire_at) AS at, count(*)::int AS count,
+                  percentile_cont(0.5) WITHIN GROUP (ORDER BY l.s)::float8 AS p50,
+                  percentile_cont(0.99) WITHIN GROUP (ORDER BY l.s)::float8 AS p99, true AS exact
+             FROM occurrences o
+            CROSS JOIN LATERAL (SELECT greatest(0, extract(epoch FROM o.materialised_at - o.fire_at)) AS s) l
+            WHERE o.fire_at >= $1 AND o.fire_at < $2 AND o.state = 'enqueued' AND o.source = 'schedule'
+              AND ($3::text IS NULL OR (SELECT s.tenant_id FROM schedules s WHERE s.id = o.schedule_id) = $3)
+            GROUP BY 1
+           UNION ALL
+           SELECT minute, sum(scheduled)::int, (sum(lag_sum_s) / sum(scheduled))::float8, max(lag_max_s)::float8, false
+             FROM occurrence_minutes
+            WHERE minute >= date_trunc('minute', $1::timestamptz) AND minute < $2 AND scheduled > 0
+              AND ($3::text IS NULL OR tenant_id = $3)
+            GROUP BY minute
+            ORDER BY 1`,
+    values: [range.from, range.to, range.tenantId ?? null],
+  });
+  return rows.map((r) => ({ at: r.at, count: r.count, p50S: r.p50, p99S: r.p99, exact: r.exact }));
+}
+
+export interface ThroughputMinute {
+  at: Date;
+  /** Jobs that finished successfully in this minute. */
+  succeeded: number;
+  /** Attempts that ended in failure (an error, a timeout or a lost lease) in this minute. */
+  failed: number;
+}
+
+/**
+ * Jobs succeeded and attempts failed per minute of finish time (jobs_finished_brin,
+ * job_attempts_finished_brin). A success lives on the job row (0019); a failure is an attempt row.
+ * Jobs and attempts that retention has deleted are not counted: keep the window inside retention.
+ */
+export async function historyThroughputPerMinute(
+  db: Queryable,
+  range: HistoryRange & { queue?: string },
+): Promise<ThroughputMinute[]> {
+  const { rows } = await db.query<{ at: Date; succeeded: number; failed: number }>({
+    name: 'historyThroughputPerMinute',
+    text: `SELECT at, sum(succeeded)::int AS succeeded, sum(failed)::int AS failed FROM (
+             SELECT date_trunc('minute', finished_at) AS at, count(*) AS succeeded, 0 AS failed
+               FROM jobs
+              WHERE finished_at >= $1 AND finished_at < $2 AND state = 'succeeded'
+                AND ($3::text IS NULL OR tenant_id = $3) AND ($4::text IS NULL OR queue = $4)
+              GROUP BY 1
+             UNION ALL
+             SELECT date_trunc('minute', a.finished_at), 0, count(*)
+               FROM job_attempts a
+              WHERE a.finished_at >= $1 AND a.finished_at < $2
+                AND a.outcome IN ('failed', 'timed_out', 'lease_lost')
+                AND (($3::text IS NULL AND $4::text IS NULL) OR EXISTS (
+                      SELECT 1 FROM jobs j WHERE j.id = a.job_id
+                         AND ($3::text IS NULL OR j.tenant_id = $3) AND ($4::text IS NULL OR j.queue = $4)))
+              GROUP BY 1
+           ) m GROUP BY at ORDER BY at`,
+    values: [range.from, range.to, range.tenantId ?? null, range.queue ?? null],
+  });
+  return rows;
+}
+
+export interface BacklogMinute {
+  /** The end of the minute (the window's end for the last one): the backlog is counted then. */
+  at: Date;
+  /** Jobs due (run_at passed) and not started at that instant. */
+  waiting: number;
+}
+
+/**
+ * The backlog at the end of each minute, rebuilt from the jobs' times: a job waits from when it is
+ * both created and due until it starts (or is cancelled unstarted). The jobs that can have waited
+ * inside the window are the open ones and those finished since it began, each read through an index
+ * (the open states' partial indexes, jobs_finished_brin); each adds +1 when it starts waiting and -1
+ * when it stops, summed minute by minute. A retried job counts from its latest due time only (its
+ * row keeps the latest attempt's times). Waiting at instant A is the sum of the steps before A.
+ */
+export async function historyBacklogPerMinute(
+  db: Queryable,
+  range: HistoryRange & { queue?: string },
+): Promise<BacklogMinute[]> {
+  const { rows } = await db.query<{ at: Date; waiting: number }>({
+    name: 'historyBacklogPerMinute',
+    text: `WITH candidates AS (
+             SELECT id, created_at, run_at, started_at, finished_at FROM jobs
+              WHERE state IN ('available', 'scheduled', 'failed', 'running')
+                AND ($3::text IS NULL OR tenant_id = $3) AND ($4::text IS NULL OR queue = $4)
+             UNION
+             SELECT id, created_at, run_at, started_at, finished_at FROM jobs
+              WHERE finished_at >= $1
+                AND ($3::text IS NULL OR tenant_id = $3) AND ($4::text IS NULL OR queue = $4)
+           ), spans AS (
+             SELECT greatest(created_at, run_at) AS due,
+                    CASE WHEN started_at >= greatest(created_at, run_at) THEN started_at
+                         WHEN finished_at >= greatest(created_at, run_at) THEN finished_at END AS gone
+               FROM candidates
+           ), events AS (
+             SELECT due AS t, 1 AS d FROM spans WHERE gone IS NULL OR gone > due
+             UNION ALL
+             SELECT gone, -1 FROM spans WHERE gone > due
+           ), start AS (
+             SELECT date_trunc('minute', $1::timestamptz) AS at
+           ), per_minute AS (
+             SELECT date_trunc('minute', t) AS m, sum(d) AS d FROM events, start
+              WHERE t >= start.at AND t < $2 GROUP BY 1
+           )
+           SELECT least(g.m + interval '1 minute', $2) AS at,
+                  ((SELECT coalesce(sum(d), 0) FROM events, start WHERE t < start.at)
+                   + sum(coalesce(p.d, 0)) OVER (ORDER BY g.m))::int AS waiting
+             FROM start
+            CROSS JOIN LATERAL generate_series(start.at, $2::timestamptz - interval '1 microsecond', interval '1 minute') g(m)
+             LEFT JOIN per_minute p ON p.m = g.m
+            ORDER BY g.m`,
+    values: [range.from, range.to, range.tenantId ?? null, range.queue ?? null],
+  });
+  return rows;
+}
