@@ -12,7 +12,8 @@ import {
 import type { Api } from '../app.ts';
 import { tenantScope } from '../auth.ts';
 import { badRequest } from '../errors.ts';
-import { QueueName, TenantId, withErrors } from '../schemas.ts';
+import { QueueName, TenantId } from '../../contract/fields.ts';
+import { withErrors } from '../schemas.ts';
 import type { RouteDeps } from '../server.ts';
 
 /** A day of minutes: the backlog and percentile reads grow with the window; the charts show hours. */

@@ -12,7 +12,8 @@ import { jobCancel, jobRetryMany, JobState } from '../../store/jobs.ts';
 import type { Api } from '../app.ts';
 import { tenantScope } from '../auth.ts';
 import { badRequest } from '../errors.ts';
-import { JobId, Name, QueueName, TenantId, withErrors } from '../schemas.ts';
+import { JobId, Name, QueueName, TenantId } from '../../contract/fields.ts';
+import { withErrors } from '../schemas.ts';
 import type { RouteDeps } from '../server.ts';
 
 const MAX_BULK = 1000;
