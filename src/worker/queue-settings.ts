@@ -22,17 +22,13 @@ const int = (minimum: number, description: string) =>
 export const QueueSettingsSchema = Type.Object(
   {
     maxRunning: Type.Optional(
-      Type.Union([int(1, 'cluster-wide cap on running jobs'), Type.Null()], {
-        description: 'cluster-wide cap on running jobs; null: none',
-      }),
+      Type.Union([int(1, 'cluster-wide cap on running jobs; null: none'), Type.Null()]),
     ),
     maxAttempts: Type.Optional(int(1, 'attempts before the dead letter')),
     backoffBaseMs: Type.Optional(int(0, 'first retry delay (ms); doubles each attempt, with jitter')),
     backoffMaxMs: Type.Optional(int(0, 'longest retry delay (ms), at least backoffBaseMs')),
     timeoutMs: Type.Optional(
-      Type.Union([int(1, 'deadline per attempt (ms)'), Type.Null()], {
-        description: 'deadline per attempt (ms) unless the job sets its own; null: none',
-      }),
+      Type.Union([int(1, 'deadline per attempt (ms) unless the job sets its own; null: none'), Type.Null()]),
     ),
   },
   { additionalProperties: false },
