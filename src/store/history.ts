@@ -116,8 +116,18 @@ export async function historyBacklogPerMinute(
   const { rows } = await db.query<{ at: Date; waiting: number }>({
     name: 'historyBacklogPerMinute',
     text: `WITH candidates AS (
+             -- One branch per open state's partial index (0003, 0016): an IN list of the four
+             -- matched none of them and read the whole table.
              SELECT id, created_at, run_at, started_at, finished_at FROM jobs
-              WHERE state IN ('available', 'scheduled', 'failed', 'running')
+              WHERE state = 'available'
+                AND ($3::text IS NULL OR tenant_id = $3) AND ($4::text IS NULL OR queue = $4)
+             UNION
+             SELECT id, created_at, run_at, started_at, finished_at FROM jobs
+              WHERE state IN ('scheduled', 'failed')
+                AND ($3::text IS NULL OR tenant_id = $3) AND ($4::text IS NULL OR queue = $4)
+             UNION
+             SELECT id, created_at, run_at, started_at, finished_at FROM jobs
+              WHERE state = 'running' AND lease_expires_at IS NOT NULL
                 AND ($3::text IS NULL OR tenant_id = $3) AND ($4::text IS NULL OR queue = $4)
              UNION
              SELECT id, created_at, run_at, started_at, finished_at FROM jobs

@@ -17,6 +17,12 @@ const PREDICATE: Record<JobState, string> = {
   cancelled: `state = 'cancelled'`,
 };
 
+/**
+ * Succeeded jobs have no index of their own (most rows are succeeded): their count reads the
+ * primary key from the newest, as the job list does, rather than the whole table.
+ */
+const BY_NEWEST = 'ORDER BY id DESC';
+
 export interface JobCountFilter {
   tenantId?: string;
   queue?: string;
@@ -35,6 +41,7 @@ export async function jobCountByState(db: Queryable, f: JobCountFilter): Promise
                  SELECT 1 FROM jobs WHERE ${PREDICATE[state]}
                     AND ($1::text IS NULL OR tenant_id = $1) AND ($2::text IS NULL OR queue = $2)
                     AND ($3::text IS NULL OR kind = $3)
+                  ${state === 'succeeded' ? BY_NEWEST : ''}
                   LIMIT $4) capped`,
         values: [f.tenantId ?? null, f.queue ?? null, f.kind ?? null, f.cap],
       });

@@ -7,6 +7,12 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import {
+  historyBacklogPerMinute,
+  historyLagPerMinute,
+  historyThroughputPerMinute,
+} from '../../src/store/history.ts';
+import { jobCountByState } from '../../src/store/job-counts.ts';
 import { jobDeadIdsSearch, jobSearch } from '../../src/store/job-search.ts';
 import {
   occurrenceLatenessBySchedule,
@@ -77,8 +83,13 @@ test('list and overview statements use indexes on a database with history', asyn
     `INSERT INTO jobs (queue, kind, state, idempotency_key) SELECT 'q2', 'k', 'available', 'a' || g FROM generate_series(1, 50) g`,
   );
   await db.pool.query(
-    `INSERT INTO job_attempts (job_id, attempt, worker, started_at, outcome)
-     SELECT id, a, 'w', created_at, 'failed' FROM jobs CROSS JOIN generate_series(1, 3) a WHERE state = 'dead'`,
+    `INSERT INTO job_attempts (job_id, attempt, worker, started_at, finished_at, outcome)
+     SELECT id, a, 'w', created_at, created_at + interval '1 s', 'failed'
+       FROM jobs CROSS JOIN generate_series(1, 3) a WHERE state = 'dead'
+     UNION ALL
+     -- One job in ten succeeded after a failed attempt.
+     SELECT id, 1, 'w', created_at, created_at + interval '1 s', 'failed' FROM jobs
+      WHERE state = 'succeeded' AND id % 10 = 0`,
   );
   await db.pool.query(
     `INSERT INTO workflows (id, tenant_id, name, failure_policy, definition_sha256, node_count, unfinished, state, finished_at)
@@ -121,6 +132,11 @@ test('list and overview statements use indexes on a database with history', asyn
     ['overview: job counts', (tx) => jobCountOpenByQueueState(tx)],
     ['overview: schedule lag', (tx) => scheduleLagSeconds(tx)],
     ['overview: oldest rows', (tx) => historyOldestRows(tx)],
+    ['history: lateness per minute', (tx) => historyLagPerMinute(tx, { from, to }), rangeRead],
+    ['history: finished per minute', (tx) => historyThroughputPerMinute(tx, { from, to }), rangeRead],
+    ['history: backlog per minute', (tx) => historyBacklogPerMinute(tx, { from, to }), rangeRead],
+    // Counted up to its cap, as the jobs page's tabs ask (GET /v1/job-counts).
+    ['job counts by state', (tx) => jobCountByState(tx, { cap: 1000 }), 7 * 1000 + ROWS_PER_PAGE],
   ];
   const failures: string[] = [];
   const tx = await db.pool.connect();
