@@ -14,6 +14,7 @@ import { createPool, type Pool } from '../store/pool.ts';
 import type { Worker } from '../worker/worker.ts';
 import { registerProcessMetrics } from './process-metrics.ts';
 import { readinessCheck } from './readiness.ts';
+import { ConfigError } from '../errors.ts';
 
 export interface MetricsServerOptions {
   /** 0: a free port (see `port` on the result). */
@@ -39,7 +40,7 @@ export interface MetricsServer {
 export async function serveMetrics(options: MetricsServerOptions): Promise<MetricsServer> {
   const { scheduler, worker, maintenance } = options;
   if (scheduler === undefined && worker === undefined && maintenance === undefined) {
-    throw new TypeError('serveMetrics: give at least one of scheduler, worker, maintenance');
+    throw new ConfigError('serveMetrics: give at least one of scheduler, worker, maintenance');
   }
   if (!Number.isInteger(options.port) || options.port < 0 || options.port > 65_535) {
     throw new RangeError(`port: must be an integer from 0 to 65535, got ${options.port}`);
@@ -48,7 +49,7 @@ export async function serveMetrics(options: MetricsServerOptions): Promise<Metri
   const ownsPool = pool === undefined;
   if (pool === undefined) {
     if (options.connectionString === undefined)
-      throw new TypeError('serveMetrics: pool or connectionString required');
+      throw new ConfigError('serveMetrics: pool or connectionString required');
     pool = createPool({
       connectionString: options.connectionString,
       max: 1,

@@ -10,9 +10,8 @@ import { PUSH_QUEUE } from '../push/target.ts';
 import { schemaCheck } from '../store/migrate.ts';
 import { createPool, type Pool } from '../store/pool.ts';
 import { Worker } from '../worker/worker.ts';
-import { serveMetrics } from '../api/metrics-server.ts';
 import { requireDatabaseUrl } from './database-url.ts';
-import { portFlag } from './port-flag.ts';
+import { metricsServeFlagged, portFlag } from './port-flag.ts';
 import type { Command } from './main.ts';
 import { UsageError } from './usage-error.ts';
 
@@ -109,16 +108,7 @@ export const command: Command = {
     const pool = createPool({ connectionString: url, applicationName: 'tidemark-push' });
     try {
       const worker = await startPushWorker(values, pool, url, log);
-      const metrics =
-        metricsPort === undefined
-          ? undefined
-          : await serveMetrics({
-              port: metricsPort,
-              host: values['metrics-host'],
-              connectionString: url,
-              worker,
-            });
-      if (metrics !== undefined) process.stdout.write(`metrics on ${metrics.url}\n`);
+      const metrics = await metricsServeFlagged(metricsPort, values['metrics-host'], url, { worker });
       const queues = worker.metrics().map((m) => `${m.queue}(${m.concurrency})`);
       process.stdout.write(`push worker ${worker.id} ready: ${queues.join(' ')}\n`);
       const signal = await new Promise<NodeJS.Signals>((done) => {

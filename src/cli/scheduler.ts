@@ -12,8 +12,7 @@ import { Scheduler, SCHEDULER_DEFAULTS } from '../scheduler/scheduler.ts';
 import { TimeSourceKind } from '../scheduler/time-source.ts';
 import { schemaCheck } from '../store/migrate.ts';
 import { createPool } from '../store/pool.ts';
-import { serveMetrics } from '../api/metrics-server.ts';
-import { portFlag } from './port-flag.ts';
+import { metricsServeFlagged, portFlag } from './port-flag.ts';
 import { requireDatabaseUrl } from './database-url.ts';
 import { createMaintenance } from './maintenance-role.ts';
 import type { Command } from './main.ts';
@@ -167,17 +166,10 @@ export const command: Command = {
     });
     await scheduler.start();
     maintenance?.start();
-    const metrics =
-      metricsPort === undefined
-        ? undefined
-        : await serveMetrics({
-            port: metricsPort,
-            host: values['metrics-host'],
-            connectionString: url,
-            scheduler,
-            ...(maintenance === null ? {} : { maintenance }),
-          });
-    if (metrics !== undefined) process.stdout.write(`metrics on ${metrics.url}\n`);
+    const metrics = await metricsServeFlagged(metricsPort, values['metrics-host'], url, {
+      scheduler,
+      ...(maintenance === null ? {} : { maintenance }),
+    });
     process.stdout.write(
       `scheduler ${scheduler.holder} started (${scheduler.isLeader ? 'leader' : 'standby'})\n`,
     );

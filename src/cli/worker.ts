@@ -13,9 +13,8 @@ import { applyQueueFlags, parseConfigFile, type WorkerConfig } from '../worker/c
 import { queueSettingsApply } from '../worker/queue-client.ts';
 import { QueueInputError } from '../worker/queue-settings.ts';
 import { Worker } from '../worker/worker.ts';
-import { serveMetrics } from '../api/metrics-server.ts';
 import { requireDatabaseUrl } from './database-url.ts';
-import { portFlag } from './port-flag.ts';
+import { metricsServeFlagged, portFlag } from './port-flag.ts';
 import { handlersLoad } from './handlers-module.ts';
 import type { Command } from './main.ts';
 import { UsageError } from './usage-error.ts';
@@ -191,16 +190,9 @@ export const command: Command = {
       throw error;
     }
     // Its own connection: a /readyz waiting on an unreachable database never holds one the worker needs.
-    const metrics =
-      metricsPort === undefined
-        ? undefined
-        : await serveMetrics({
-            port: metricsPort,
-            host: values['metrics-host'],
-            connectionString: url,
-            worker: role.worker,
-          });
-    if (metrics !== undefined) process.stdout.write(`metrics on ${metrics.url}\n`);
+    const metrics = await metricsServeFlagged(metricsPort, values['metrics-host'], url, {
+      worker: role.worker,
+    });
     const queues = role.worker.metrics().map((m) => `${m.queue}(${m.concurrency})`);
     process.stdout.write(`worker ${role.worker.id} ready: ${queues.join(' ')}\n`);
     const signal = await new Promise<NodeJS.Signals>((done) => {
