@@ -69,7 +69,9 @@ async function setup(queue: string, options: Partial<WorkerOptions> = {}): Promi
 }
 
 test('a buffered job is never run after its cancel, by NOTIFY or by the lease renewal', async () => {
-  const s = await setup('ahead-cancel', { leaseMs: 600 });
+  // Renewals every second: the missed cancel is reported within one, and a stalled machine (CI ran
+  // this file beside others at load ~10) does not reap the buffered jobs before they are counted.
+  const s = await setup('ahead-cancel', { leaseMs: 3000 });
   const [byNotify, byRenewal, kept] = s.buffered as [number, number, number];
   await client.jobs.cancel(byNotify);
   // A cancel whose NOTIFY was missed: only the lease renewal's report can tell the worker.
