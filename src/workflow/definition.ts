@@ -66,6 +66,8 @@ export interface NormalisedWorkflow {
   nodes: NormalisedNode[];
   /** Made for the cycle check; the store writes each node's children from it. */
   children: NodeChildren;
+  /** Each node's height: the nodes on its longest path to a node with no children, itself included. */
+  heights: Int32Array;
   edgeCount: number;
   sha256: string;
 }
@@ -231,6 +233,25 @@ function childrenOf(nodes: NormalisedNode[], count: Int32Array): NodeChildren {
   return { start: count, index };
 }
 
+/** Heights of an acyclic graph, from the nodes with no children up their parents: O(nodes + edges). */
+function heightsOf(nodes: NormalisedNode[], children: NodeChildren): Int32Array {
+  const heights = new Int32Array(nodes.length).fill(1);
+  const unseenChildren = Int32Array.from(
+    nodes,
+    (_, i) => (children.start[i + 1] as number) - (children.start[i] as number),
+  );
+  const queue: number[] = [];
+  unseenChildren.forEach((n, i) => n === 0 && queue.push(i));
+  while (queue.length > 0) {
+    const i = queue.pop() as number;
+    for (const p of (nodes[i] as NormalisedNode).parents) {
+      heights[p] = Math.max(heights[p] as number, (heights[i] as number) + 1);
+      if (--(unseenChildren[p] as number) === 0) queue.push(p);
+    }
+  }
+  return heights;
+}
+
 /**
  * Kahn's algorithm: O(nodes + edges). When nodes remain, every one of them has a remaining parent,
  * so walking parent links from any of them must revisit a node; that loop is a cycle.
@@ -268,7 +289,7 @@ function findCycle(nodes: NormalisedNode[], children: NodeChildren): number[] | 
 }
 
 export function definitionSha256(
-  spec: Omit<NormalisedWorkflow, 'sha256' | 'id' | 'edgeCount' | 'children'>,
+  spec: Omit<NormalisedWorkflow, 'sha256' | 'id' | 'edgeCount' | 'children' | 'heights'>,
 ): string {
   const hash = createHash('sha256');
   hash.update(JSON.stringify([spec.name, spec.tenantId, spec.failurePolicy]));
@@ -331,5 +352,12 @@ export function validateWorkflow(
     fail('nodes', `the dependencies form a cycle: ${[...names, names[0]].join(' -> ')}`);
   }
   const body = { name, tenantId, failurePolicy: failurePolicy, nodes };
-  return { id, ...body, children, edgeCount, sha256: definitionSha256(body) };
+  return {
+    id,
+    ...body,
+    children,
+    heights: heightsOf(nodes, children),
+    edgeCount,
+    sha256: definitionSha256(body),
+  };
 }

@@ -58,7 +58,7 @@ export async function workflowSubmitTx(
     }
     return { ...result, created: false };
   }
-  const roots = await workflowNodeInsertMany(tx, w.id, w.nodes, w.children);
+  const roots = await workflowNodeInsertMany(tx, w.id, w.nodes, w.children, w.heights);
   await workflowStart(tx, w.id, roots);
   return { ...result, created: true };
 }

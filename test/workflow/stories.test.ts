@@ -202,19 +202,31 @@ test('story 2: the final node’s completion write is lost; only it runs again, 
   );
 });
 
-/** A random one of these worker processes that holds a running node's job now (by its printed id). */
+/**
+ * A random one of these worker processes that holds a running node's job now (by its printed id).
+ * Only processes that have printed their id count: waiting for a fresh one to start (seconds on a
+ * loaded machine) let the workflow finish before the last kills, with no running node left to hit.
+ */
 async function victimRunningNode(live: TidemarkProcess[]): Promise<TidemarkProcess> {
-  const ids = await Promise.all(live.map(async (p) => (await p.waitFor(/worker (\S+) ready/))[1] ?? ''));
   const deadline = Date.now() + 60_000;
   for (;;) {
+    const ids = live.map((p) => /worker (\S+) ready/.exec(p.stdout)?.[1] ?? '');
     const { rows } = await db.pool.query<{ owner: string }>(
       `SELECT DISTINCT lease_owner AS owner FROM jobs WHERE queue = 'wf' AND state = 'running' AND lease_owner = ANY ($1)`,
-      [ids],
+      [ids.filter((id) => id !== '')],
     );
     const owner = rows[Math.floor(Math.random() * rows.length)]?.owner;
-    const victim = live[ids.indexOf(owner ?? '')];
+    const victim = owner === undefined ? undefined : live[ids.indexOf(owner)];
     if (victim !== undefined) return victim;
-    if (Date.now() > deadline) throw new Error('no live worker held a running node');
+    if (Date.now() > deadline) {
+      const state = await db.pool.query(
+        `SELECT state, lease_owner, count(*)::int AS n FROM jobs WHERE queue = 'wf' GROUP BY 1, 2`,
+      );
+      const wf = await db.pool.query(`SELECT state, unfinished FROM workflows WHERE id = 'story3'`);
+      throw new Error(
+        `no live worker held a running node: ids ${JSON.stringify(ids)} jobs ${JSON.stringify(state.rows)} workflow ${JSON.stringify(wf.rows)} stderr ${live.map((p) => p.stderr.slice(-500)).join(' | ')}`,
+      );
+    }
     await new Promise((r) => setTimeout(r, 10));
   }
 }
@@ -224,6 +236,18 @@ test('story 3: workers killed at random points of a 2,000-node fan-out/fan-in; i
   const nodes = fanOutIn('s3', 2000, () => ({ payload: { sync: true, sleepMs: 150 } }));
   await workflows.submit({ id: 'story3', nodes });
   let live = [worker(20), worker(20)];
+  // The kills start once the fan-out is under way: killing whoever runs the root, the only node at
+  // first, four times in a row dead-letters it (its attempts run out) and the story never starts.
+  await until(
+    'the root to succeed',
+    async () => {
+      const { rows } = await db.pool.query<{ state: string }>(
+        `SELECT state FROM workflow_nodes WHERE workflow_id = 'story3' AND key = 's3root'`,
+      );
+      return rows[0]?.state === 'succeeded' ? true : undefined;
+    },
+    60_000,
+  );
   let kills = 0;
   // Kill a worker that runs nodes at a random moment, start a fresh one, six times. The victim is
   // one holding a running node: a worker between jobs, or a fresh one whose peers hold every job
