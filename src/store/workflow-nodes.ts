@@ -152,30 +152,14 @@ async function jobIdDraw(q: Pick<PoolClient, 'query'>, n: number): Promise<numbe
   return (rows[0]?.ids ?? '').split(',').map(Number);
 }
 
-/** Marks the nodes of these jobs succeeded (only those still queued: a second report is a no-op). */
-export async function workflowNodeSucceedByJobs(q: Queryable, jobIds: number[]): Promise<NodeRef[]> {
-  const { rows } = await q.query<NodeRef>(
-    // By job_idx, one descent per job. With a plain `state = 'queued'` the planner, trusting a count
-    // of queued nodes from before they were released (one, at the last ANALYZE), read all queued
-    // nodes through workflow_state_idx and filtered them by job (4,000-5,000 read for 1,000 written,
-    // 6 ms per completion batch); coalesce() keeps that index out of its choices.
-    `UPDATE workflow_nodes SET state = 'succeeded', finished_at = now()
-     WHERE job_id = ANY($1::bigint[]) AND coalesce(state, '') = 'queued'
-     RETURNING id, workflow_id, type`,
-    [arrayLiteral(jobIds)],
-  );
-  return rows;
-}
-
 /** Marks the nodes of these jobs failed, with the job's last error. */
 export async function workflowNodeFailByJobs(q: Queryable, jobIds: number[]): Promise<FailedNode[]> {
   const { rows } = await q.query<FailedNode>(
-    // A job cancelled while it waited has no error of its own: the node says what happened. By
-    // job_idx, as in workflowNodeSucceedByJobs.
+    // A job cancelled while it waited has no error of its own: the node says what happened.
     `UPDATE workflow_nodes n SET state = 'failed', finished_at = now(),
        error = coalesce(j.last_error, 'job ' || j.id || ' ' || j.state)
      FROM jobs j
-     WHERE n.job_id = ANY($1::bigint[]) AND coalesce(n.state, '') = 'queued' AND j.id = n.job_id
+     WHERE n.job_id = ANY($1::bigint[]) AND n.state = 'queued' AND j.id = n.job_id
      RETURNING n.id, n.workflow_id, n.type, n.key, n.error`,
     [arrayLiteral(jobIds)],
   );
@@ -224,6 +208,9 @@ export async function workflowNodeFailedIds(q: Queryable, workflowId: string): P
   return rows.map((r) => r.id);
 }
 
+/** Where a release starts: nodes that already succeeded, or the jobs whose nodes succeed now. */
+export type ReleaseFrom = { parents: number[] } | { jobs: number[] };
+
 /**
  * Decrements each child of these just-succeeded nodes once per finished parent. A job child that
  * reaches zero in one of the `running` workflows is released in the same statement: its job is
@@ -231,30 +218,34 @@ export async function workflowNodeFailedIds(q: Queryable, workflowId: string): P
  * to zero is recorded as its critical-path link). Returns the other children that reached zero
  * (signal nodes, and nodes of workflows that are not running), for the caller to handle.
  *
+ * Given `jobs`, the same statement first marks those jobs' nodes succeeded (only those still queued:
+ * a second report is a no-op) and returns them as `succeeded`: one round trip of a completion's
+ * transaction fewer, and the parents' children arrays come from that update, not a second lookup.
+ *
  * One update per child instead of two (a decrement, then the release): the mixture's root, whose
  * 30,300 children all become ready at once, updated every one of them twice.
  */
 export async function workflowNodeChildrenRelease(
   q: Queryable,
-  parentIds: number[],
+  from: ReleaseFrom,
   running: string[],
   take?: ReleaseTake,
-): Promise<NodeRef[]> {
-  const { rows } = await q.query<NodeRef & { job: JobClaimed | null }>(
-    // The parents go through ANY(ARRAY(subquery)), whose size the planner can not see: given the
-    // 1,000 ids of a completion batch as a literal array, it chose a seq scan (of the then edge table)
-    // and a hash join over every workflow_nodes row (353 ms at 100,000 nodes, EXPLAIN ANALYZE); with
-    // it, two primary-key scans (parents, then children). Children are joined by id alone: also
-    // matching them by ANY(ARRAY(children)) let the planner loop that array once per child (102 s
-    // for the 30,300 children of one node). The workflows are locked by the caller, shared between
-    // node successes (workflowLockByJobs): r locks the children in id order, so two successes sharing
-    // children queue on them instead of deadlocking, and reads each one's latest counter (a
-    // concurrent success may have just decremented it). A child whose last decrement is this one is
-    // released here; one judged from an older counter would still be returned below as ready.
-    `WITH d AS MATERIALIZED (
+): Promise<{ succeeded: NodeRef[]; ready: NodeRef[] }> {
+  const parents =
+    'jobs' in from
+      ? `p AS (
+           UPDATE workflow_nodes SET state = 'succeeded', finished_at = now()
+           WHERE job_id = ANY(ARRAY(SELECT unnest($1::bigint[]))) AND state = 'queued'
+           RETURNING id, workflow_id, type, children
+         )`
+      : `p AS MATERIALIZED (
+           SELECT id, workflow_id, type, children FROM workflow_nodes
+           WHERE id = ANY(ARRAY(SELECT unnest($1::bigint[])))
+         )`;
+  const { rows } = await q.query<NodeRef & { job: JobClaimed | null; succeeded: boolean }>(
+    `WITH ${parents}, d AS MATERIALIZED (
        SELECT c.id AS child_id, count(*)::int AS n, max(p.id) AS parent
-       FROM workflow_nodes p, unnest(p.children) AS c(id)
-       WHERE p.id = ANY(ARRAY(SELECT unnest($1::bigint[])))
+       FROM p, unnest(p.children) AS c(id)
        GROUP BY c.id
      ), r AS MATERIALIZED (
        SELECT d.child_id, d.n, d.parent,
@@ -301,27 +292,38 @@ export async function workflowNodeChildrenRelease(
        RETURNING id, queue, kind, tenant_id, payload, attempt, max_attempts, timeout_ms, heartbeat_ms,
                  idempotency_key, state
      )
-     SELECT id, workflow_id, type, NULL::json AS job
+     SELECT id, workflow_id, type, NULL::json AS job, false AS succeeded
        FROM u WHERE NOT go AND pending_deps = 0 AND state = 'pending'
+     UNION ALL
+     SELECT id, workflow_id, type, NULL, true FROM p WHERE ${'jobs' in from ? 'true' : 'false'}
      UNION ALL
      SELECT NULL, NULL, NULL,
             json_build_object('id', j.id, 'queue', j.queue, 'kind', j.kind, 'tenantId', j.tenant_id,
               'payload', j.payload, 'attempt', j.attempt, 'maxAttempts', j.max_attempts,
               'timeoutMs', coalesce(j.timeout_ms, (SELECT q.timeout_ms FROM queues q WHERE q.name = j.queue)),
-              'heartbeatMs', j.heartbeat_ms, 'idempotencyKey', j.idempotency_key, 'startLagMs', 0)
+              'heartbeatMs', j.heartbeat_ms, 'idempotencyKey', j.idempotency_key, 'startLagMs', 0),
+            false
        FROM j WHERE j.state = 'running'
      ORDER BY id`,
-    [parentIds, running, take?.owner ?? null, take?.leaseMs ?? 0, JSON.stringify(take?.room ?? {})],
+    [
+      arrayLiteral('jobs' in from ? from.jobs : from.parents),
+      running,
+      take?.owner ?? null,
+      take?.leaseMs ?? 0,
+      JSON.stringify(take?.room ?? {}),
+    ],
   );
+  const succeeded: NodeRef[] = [];
   const ready: NodeRef[] = [];
-  for (const { job, ...node } of rows) {
-    if (job === null) ready.push(node);
+  for (const { job, succeeded: isParent, ...node } of rows) {
+    if (isParent) succeeded.push(node);
+    else if (job === null) ready.push(node);
     else if (take !== undefined) {
       take.taken.push(job);
       take.room[job.queue] = (take.room[job.queue] ?? 0) - 1;
     }
   }
-  return ready;
+  return { succeeded, ready };
 }
 
 /**

@@ -21,7 +21,6 @@ import {
   workflowNodeRequeueByJobs,
   workflowNodeSignalNames,
   workflowNodeSkipDescendants,
-  workflowNodeSucceedByJobs,
   workflowNodeSucceedSignalled,
   workflowNodeTimeoutApply,
   workflowNodeUnskipDescendants,
@@ -105,15 +104,13 @@ async function propagate(
     progress.succeeded(succeeded);
     if (succeeded.length > 0) {
       // Job children of running workflows are released by this statement itself.
-      ready = [
-        ...ready,
-        ...(await workflowNodeChildrenRelease(
-          tx,
-          succeeded.map((n) => n.id),
-          [...running],
-          take,
-        )),
-      ];
+      const released = await workflowNodeChildrenRelease(
+        tx,
+        { parents: succeeded.map((n) => n.id) },
+        [...running],
+        take,
+      );
+      ready = [...ready, ...released.ready];
     }
     // A failed or cancelled workflow still counts its successes down but starts nothing new;
     // resume releases what is ready then.
@@ -180,8 +177,12 @@ export async function workflowJobsSucceeded(
   const locked = await workflowLockByJobs(tx, jobIds, true);
   if (locked.length === 0) return;
   const progress = new Progress();
-  const succeeded = await workflowNodeSucceedByJobs(tx, jobIds);
-  await propagate(tx, locked, progress, { succeeded, ready: [] }, take);
+  const running = locked.filter((w) => w.state === 'running').map((w) => w.id);
+  // The nodes succeed and release their children in one statement; what it leaves (signal nodes,
+  // children of workflows not running) goes on as any release's does.
+  const { succeeded, ready } = await workflowNodeChildrenRelease(tx, { jobs: jobIds }, running, take);
+  progress.succeeded(succeeded);
+  await propagate(tx, locked, progress, { succeeded: [], ready }, take);
   await progress.apply(tx);
 }
 

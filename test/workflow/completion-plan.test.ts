@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { PoolClient } from '../../src/store/pool.ts';
-import { workflowNodeSucceedByJobs } from '../../src/store/workflow-nodes.ts';
+import { workflowNodeChildrenRelease } from '../../src/store/workflow-nodes.ts';
 import { workflowLockByJobs } from '../../src/store/workflows.ts';
 import { WorkflowClient } from '../../src/workflow/workflow-client.ts';
 import { createTestDatabase } from '../support/db.ts';
@@ -56,7 +56,8 @@ test('completing workflow nodes finds them by job, not by scanning a workflow or
       locked.map((w) => w.id),
       ['plan-a'],
     );
-    assert.equal((await workflowNodeSucceedByJobs(tx, jobIds)).length, 500);
+    const released = await workflowNodeChildrenRelease(tx, { jobs: jobIds }, ['plan-a']);
+    assert.equal(released.succeeded.length, 500);
     const after = await indexScans(tx);
     const used = Object.keys(after).filter((name) => (after[name] ?? 0) > (before[name] ?? 0));
     assert.deepEqual(used.sort(), ['workflow_nodes_job_idx']);
