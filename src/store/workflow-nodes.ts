@@ -9,6 +9,12 @@ import { COPY_CHUNK_ROWS, COPY_NULL, copyIn, copyInt, copyJson, copyText } from 
 import type { PoolClient, Queryable } from './pool.ts';
 import { workflowJobKeySql } from './job-key.ts';
 import type { JobClaimed, ReleaseTake } from './jobs.ts';
+import {
+  OWNING_WORKFLOWS,
+  WORKFLOW_PROGRESS_SET,
+  type WorkflowLockRow,
+  type WorkflowState,
+} from './workflows.ts';
 
 export const NodeState = {
   pending: 'pending',
@@ -208,48 +214,40 @@ export async function workflowNodeFailedIds(q: Queryable, workflowId: string): P
   return rows.map((r) => r.id);
 }
 
-/** Where a release starts: nodes that already succeeded, or the jobs whose nodes succeed now. */
-export type ReleaseFrom = { parents: number[] } | { jobs: number[] };
+/** A release statement's rows: one per ready child, taken job, succeeded node or locked workflow. */
+interface ReleaseRow {
+  kind: 'ready' | 'taken' | 'succeeded' | 'locked';
+  id: number | null;
+  workflow_id: string;
+  type: NodeRef['type'];
+  job: JobClaimed | null;
+  state: WorkflowState | null;
+  failure_policy: WorkflowLockRow['failure_policy'] | null;
+}
 
 /**
- * Decrements each child of these just-succeeded nodes once per finished parent. A job child that
- * reaches zero in one of the `running` workflows is released in the same statement: its job is
- * created and the node queued by the one update that decrements it (the parent that brings a child
- * to zero is recorded as its critical-path link). Returns the other children that reached zero
- * (signal nodes, and nodes of workflows that are not running), for the caller to handle.
+ * What every release does after its parents `p` (id, workflow_id, type, children) are known: each
+ * child is decremented once per finished parent, and a job child that reaches zero in one of the
+ * `running` workflows (SQL for an array of their ids) is released by the same update: its job is
+ * created (with the id drawn at submit on its first run) and the node queued; the parent that brings
+ * a child to zero is recorded as its critical-path link. $2-$4 are the take's owner, lease and room.
  *
- * Given `jobs`, the same statement first marks those jobs' nodes succeeded (only those still queued:
- * a second report is a no-op) and returns them as `succeeded`: one round trip of a completion's
- * transaction fewer, and the parents' children arrays come from that update, not a second lookup.
- *
- * One update per child instead of two (a decrement, then the release): the mixture's root, whose
- * 30,300 children all become ready at once, updated every one of them twice.
+ * r locks the children in id order, so two successes sharing children queue on them instead of
+ * deadlocking, and reads each one's latest counter (a concurrent success may have just decremented
+ * it): a child whose last decrement is this one is released here; one judged from an older counter
+ * is still returned as ready. Children are joined by id alone: also matching them by
+ * ANY(ARRAY(children)) let the planner loop that array once per child (102 s for the 30,300
+ * children of one node). One update per child instead of two (a decrement, then the release): the
+ * mixture's root updated each of its 30,300 children twice.
  */
-export async function workflowNodeChildrenRelease(
-  q: Queryable,
-  from: ReleaseFrom,
-  running: string[],
-  take?: ReleaseTake,
-): Promise<{ succeeded: NodeRef[]; ready: NodeRef[] }> {
-  const parents =
-    'jobs' in from
-      ? `p AS (
-           UPDATE workflow_nodes SET state = 'succeeded', finished_at = now()
-           WHERE job_id = ANY(ARRAY(SELECT unnest($1::bigint[]))) AND state = 'queued'
-           RETURNING id, workflow_id, type, children
-         )`
-      : `p AS MATERIALIZED (
-           SELECT id, workflow_id, type, children FROM workflow_nodes
-           WHERE id = ANY(ARRAY(SELECT unnest($1::bigint[])))
-         )`;
-  const { rows } = await q.query<NodeRef & { job: JobClaimed | null; succeeded: boolean }>(
-    `WITH ${parents}, d AS MATERIALIZED (
+function releaseCtes(running: string): string {
+  return `d AS MATERIALIZED (
        SELECT c.id AS child_id, count(*)::int AS n, max(p.id) AS parent
        FROM p, unnest(p.children) AS c(id)
        GROUP BY c.id
      ), r AS MATERIALIZED (
        SELECT d.child_id, d.n, d.parent,
-              c.pending_deps = d.n AND c.state = 'pending' AND c.type = 'job' AND c.workflow_id = ANY($2::text[])
+              c.pending_deps = d.n AND c.state = 'pending' AND c.type = 'job' AND c.workflow_id = ANY(${running})
                 AS go
        FROM d JOIN workflow_nodes c ON c.id = d.child_id
        ORDER BY c.id
@@ -279,11 +277,11 @@ export async function workflowNodeChildrenRelease(
        SELECT t.job_id, t.queue, t.kind, w.tenant_id, t.payload, t.priority, t.max_attempts, t.timeout_ms,
               ${workflowJobKeySql('t.workflow_id', 't.id', 't.runs')}, true,
               CASE WHEN t.take THEN 'running' ELSE 'available' END, CASE WHEN t.take THEN 1 ELSE 0 END,
-              CASE WHEN t.take THEN $3 END, CASE WHEN t.take THEN now() + make_interval(secs => $4 / 1000.0) END,
+              CASE WHEN t.take THEN $2 END, CASE WHEN t.take THEN now() + make_interval(secs => $3 / 1000.0) END,
               CASE WHEN t.take THEN now() END, CASE WHEN t.take THEN now() END
        FROM (SELECT u.*,
                     row_number() OVER (PARTITION BY u.queue ORDER BY u.priority DESC, u.job_id)
-                      <= coalesce(($5::jsonb ->> u.queue)::int, 0)
+                      <= coalesce(($4::jsonb ->> u.queue)::int, 0)
                     AND NOT EXISTS (SELECT 1 FROM queues q WHERE q.name = u.queue
                                       AND (q.max_running IS NOT NULL OR q.paused_at IS NOT NULL))
                     AND NOT EXISTS (SELECT 1 FROM tenants tn WHERE tn.max_running IS NOT NULL) AS take
@@ -291,39 +289,122 @@ export async function workflowNodeChildrenRelease(
        JOIN workflows w ON w.id = t.workflow_id
        RETURNING id, queue, kind, tenant_id, payload, attempt, max_attempts, timeout_ms, heartbeat_ms,
                  idempotency_key, state
-     )
-     SELECT id, workflow_id, type, NULL::json AS job, false AS succeeded
+     )`;
+}
+
+/** The rows every release returns: children that reached zero but were not released, and taken jobs. */
+const RELEASE_ROWS = `
+     SELECT 'ready' AS kind, id, workflow_id, type, NULL::json AS job, NULL AS state, NULL AS failure_policy
        FROM u WHERE NOT go AND pending_deps = 0 AND state = 'pending'
      UNION ALL
-     SELECT id, workflow_id, type, NULL, true FROM p WHERE ${'jobs' in from ? 'true' : 'false'}
-     UNION ALL
-     SELECT NULL, NULL, NULL,
+     SELECT 'taken', NULL, NULL, NULL,
             json_build_object('id', j.id, 'queue', j.queue, 'kind', j.kind, 'tenantId', j.tenant_id,
               'payload', j.payload, 'attempt', j.attempt, 'maxAttempts', j.max_attempts,
               'timeoutMs', coalesce(j.timeout_ms, (SELECT q.timeout_ms FROM queues q WHERE q.name = j.queue)),
               'heartbeatMs', j.heartbeat_ms, 'idempotencyKey', j.idempotency_key, 'startLagMs', 0),
-            false
-       FROM j WHERE j.state = 'running'
-     ORDER BY id`,
-    [
-      arrayLiteral('jobs' in from ? from.jobs : from.parents),
-      running,
-      take?.owner ?? null,
-      take?.leaseMs ?? 0,
-      JSON.stringify(take?.room ?? {}),
-    ],
-  );
-  const succeeded: NodeRef[] = [];
-  const ready: NodeRef[] = [];
-  for (const { job, succeeded: isParent, ...node } of rows) {
-    if (isParent) succeeded.push(node);
-    else if (job === null) ready.push(node);
-    else if (take !== undefined) {
-      take.taken.push(job);
-      take.room[job.queue] = (take.room[job.queue] ?? 0) - 1;
+            NULL, NULL
+       FROM j WHERE j.state = 'running'`;
+
+function releaseParams(ids: number[], take: ReleaseTake | undefined): unknown[] {
+  return [arrayLiteral(ids), take?.owner ?? null, take?.leaseMs ?? 0, JSON.stringify(take?.room ?? {})];
+}
+
+/** Sorts a release's rows; the taken jobs go to `take`, counted off its room. */
+function releaseRead(
+  rows: ReleaseRow[],
+  take: ReleaseTake | undefined,
+): Record<ReleaseRow['kind'], ReleaseRow[]> {
+  const out: Record<ReleaseRow['kind'], ReleaseRow[]> = { ready: [], taken: [], succeeded: [], locked: [] };
+  for (const row of rows) {
+    out[row.kind].push(row);
+    if (row.kind === 'taken' && row.job !== null && take !== undefined) {
+      take.taken.push(row.job);
+      take.room[row.job.queue] = (take.room[row.job.queue] ?? 0) - 1;
     }
   }
-  return { succeeded, ready };
+  return out;
+}
+
+const nodeRef = (r: ReleaseRow): NodeRef => ({
+  id: r.id as number,
+  workflow_id: r.workflow_id,
+  type: r.type,
+});
+
+/**
+ * Releases the children of these nodes, which succeeded earlier in the caller's transaction (signal
+ * nodes, a resume). Returns the children that reached zero but were not released here (signal nodes,
+ * and nodes of workflows that are not running), for the caller to handle.
+ */
+export async function workflowNodeChildrenRelease(
+  q: Queryable,
+  parentIds: number[],
+  running: string[],
+  take?: ReleaseTake,
+): Promise<NodeRef[]> {
+  const { rows } = await q.query<ReleaseRow>(
+    // The ids go through ANY(ARRAY(subquery)), whose size the planner can not see: given the 1,000
+    // ids of a completion batch as a literal array, it chose a seq scan and a hash join over every
+    // workflow_nodes row (353 ms at 100,000 nodes, EXPLAIN ANALYZE); with it, primary-key scans.
+    `WITH p AS MATERIALIZED (
+       SELECT id, workflow_id, type, children FROM workflow_nodes
+       WHERE id = ANY(ARRAY(SELECT unnest($1::bigint[])))
+     ), ${releaseCtes('$5::text[]')}
+     ${RELEASE_ROWS}
+     ORDER BY id`,
+    [...releaseParams(parentIds, take), running],
+  );
+  return releaseRead(rows, take).ready.map(nodeRef);
+}
+
+/**
+ * A completion's whole workflow part in one statement: locks the workflows owning these jobs (shared,
+ * in id order: see workflowLockByJobs), marks the jobs' nodes succeeded (only those still queued: a
+ * second report is a no-op), releases their children as workflowNodeChildrenRelease does, and moves
+ * the workflows' counters (WORKFLOW_PROGRESS_SET), which may end them. Returns the locked workflows
+ * and the children left for the caller, as workflowNodeChildrenRelease. Three round trips of the
+ * completion's transaction fewer than a statement each; the order of the locks is the one those
+ * statements took: workflows (shared), the nodes, their children in id order, the workflow rows'
+ * update last, which reads u so that it runs after every child is locked.
+ */
+export async function workflowNodeJobsSucceed(
+  q: Queryable,
+  jobIds: number[],
+  take?: ReleaseTake,
+): Promise<{ locked: WorkflowLockRow[]; ready: NodeRef[] }> {
+  const { rows } = await q.query<ReleaseRow>(
+    `WITH lk AS MATERIALIZED (
+       SELECT w.id, w.state, w.failure_policy FROM workflows w
+       WHERE ${OWNING_WORKFLOWS('job_id')}
+       ORDER BY w.id
+       FOR KEY SHARE OF w
+     ), p AS (
+       UPDATE workflow_nodes SET state = 'succeeded', finished_at = now()
+       WHERE job_id = ANY(ARRAY(SELECT unnest($1::bigint[]))) AND state = 'queued'
+         AND workflow_id = ANY(ARRAY(SELECT id FROM lk))
+       RETURNING id, workflow_id, type, children
+     ), ${releaseCtes(`ARRAY(SELECT id FROM lk WHERE state = 'running')`)}, pr AS (
+       UPDATE workflows w SET ${WORKFLOW_PROGRESS_SET}
+       FROM (SELECT workflow_id AS id, count(*)::int AS finished, 0 AS failed, max(id) AS last
+             FROM p GROUP BY workflow_id) d
+       WHERE w.id = d.id AND (SELECT count(*) FROM u) >= 0
+       RETURNING w.id
+     )
+     ${RELEASE_ROWS}
+     UNION ALL
+     SELECT 'locked', NULL, id, NULL, NULL, state, failure_policy FROM lk
+     ORDER BY id`,
+    releaseParams(jobIds, take),
+  );
+  const out = releaseRead(rows, take);
+  return {
+    locked: out.locked.map((r) => ({
+      id: r.workflow_id,
+      state: r.state as WorkflowState,
+      failure_policy: r.failure_policy as WorkflowLockRow['failure_policy'],
+    })),
+    ready: out.ready.map(nodeRef),
+  };
 }
 
 /**

@@ -14,6 +14,7 @@ import {
   workflowNodeCancelUnstarted,
   workflowNodeChildrenRelease,
   workflowNodeFailByJobs,
+  workflowNodeJobsSucceed,
   workflowNodeFailedIds,
   workflowNodeJobsCreate,
   workflowNodeReady,
@@ -104,13 +105,15 @@ async function propagate(
     progress.succeeded(succeeded);
     if (succeeded.length > 0) {
       // Job children of running workflows are released by this statement itself.
-      const released = await workflowNodeChildrenRelease(
-        tx,
-        { parents: succeeded.map((n) => n.id) },
-        [...running],
-        take,
-      );
-      ready = [...ready, ...released.ready];
+      ready = [
+        ...ready,
+        ...(await workflowNodeChildrenRelease(
+          tx,
+          succeeded.map((n) => n.id),
+          [...running],
+          take,
+        )),
+      ];
     }
     // A failed or cancelled workflow still counts its successes down but starts nothing new;
     // resume releases what is ready then.
@@ -165,8 +168,10 @@ async function failNodes(
 
 /**
  * In the job-success transaction: the nodes of these jobs succeed and release their children. The
- * workflows are locked shared (workflowLockByJobs): success transactions of one workflow run side by
- * side and meet only on the children they share and on the workflow row's counters at their end.
+ * workflows are locked shared: success transactions of one workflow run side by side and meet only
+ * on the children they share and on the workflow row's counters at their end. The lock, the
+ * successes, the release and the counters are one statement (workflowNodeJobsSucceed); what it
+ * leaves (signal nodes, children of workflows not running) goes on as any release's does.
  */
 export async function workflowJobsSucceeded(
   tx: Queryable,
@@ -174,14 +179,9 @@ export async function workflowJobsSucceeded(
   take?: ReleaseTake,
 ): Promise<void> {
   if (jobIds.length === 0) return;
-  const locked = await workflowLockByJobs(tx, jobIds, true);
+  const { locked, ready } = await workflowNodeJobsSucceed(tx, jobIds, take);
   if (locked.length === 0) return;
   const progress = new Progress();
-  const running = locked.filter((w) => w.state === 'running').map((w) => w.id);
-  // The nodes succeed and release their children in one statement; what it leaves (signal nodes,
-  // children of workflows not running) goes on as any release's does.
-  const { succeeded, ready } = await workflowNodeChildrenRelease(tx, { jobs: jobIds }, running, take);
-  progress.succeeded(succeeded);
   await propagate(tx, locked, progress, { succeeded: [], ready }, take);
   await progress.apply(tx);
 }

@@ -82,7 +82,7 @@ export async function workflowLock(q: Queryable, id: string): Promise<WorkflowRo
  * per completion of a workflow beside a second one of 20,000 nodes) instead of one index descent per
  * id.
  */
-const OWNING_WORKFLOWS = (nodeColumn: string): string =>
+export const OWNING_WORKFLOWS = (nodeColumn: string): string =>
   `w.id = ANY (ARRAY(SELECT DISTINCT n.workflow_id FROM workflow_nodes n WHERE n.${nodeColumn} = ANY ($1::bigint[])))
    AND w.pruned_at IS NULL`;
 
@@ -136,18 +136,10 @@ export interface WorkflowProgress {
 }
 
 /**
- * Applies what one transaction did to each workflow's counters; the workflow whose `unfinished`
- * reaches zero while running ends here: succeeded if no node failed, failed otherwise. Returns each
- * workflow's state afterwards.
+ * The counters' update of workflow `w` by the deltas `d` (finished, failed, last): the workflow whose
+ * `unfinished` reaches zero while running ends here, succeeded if no node failed, failed otherwise.
  */
-export async function workflowProgressApply(
-  q: Queryable,
-  progress: WorkflowProgress[],
-): Promise<{ id: string; state: WorkflowState }[]> {
-  if (progress.length === 0) return [];
-  const { rows } = await q.query<{ id: string; state: WorkflowState }>(
-    `WITH d AS (SELECT * FROM unnest($1::text[], $2::int[], $3::int[], $4::bigint[]) AS d(id, finished, failed, last))
-     UPDATE workflows w SET
+export const WORKFLOW_PROGRESS_SET = `
        unfinished = w.unfinished - d.finished,
        failed_nodes = w.failed_nodes + d.failed,
        last_succeeded_node = coalesce(d.last, w.last_succeeded_node),
@@ -163,7 +155,22 @@ export async function workflowProgressApply(
                             FROM workflow_nodes n WHERE n.workflow_id = w.id AND n.state = 'failed'
                            ORDER BY n.finished_at, n.id LIMIT 1)
                     ELSE w.error END,
-       updated_at = now()
+       updated_at = now()`;
+
+/**
+ * Applies what one transaction did to each workflow's counters; the workflow whose `unfinished`
+ * reaches zero while running ends here: succeeded if no node failed, failed otherwise. Returns each
+ * workflow's state afterwards.
+ */
+export async function workflowProgressApply(
+  q: Queryable,
+  progress: WorkflowProgress[],
+): Promise<{ id: string; state: WorkflowState }[]> {
+  if (progress.length === 0) return [];
+  const { rows } = await q.query<{ id: string; state: WorkflowState }>(
+    `WITH d AS (SELECT * FROM unnest($1::text[], $2::int[], $3::int[], $4::bigint[]) AS d(id, finished, failed, last))
+     UPDATE workflows w SET
+${WORKFLOW_PROGRESS_SET}
      FROM d
      WHERE w.id = d.id AND w.id = ANY($1::text[])
      RETURNING w.id, w.state`,

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { PoolClient } from '../../src/store/pool.ts';
-import { workflowNodeChildrenRelease } from '../../src/store/workflow-nodes.ts';
+import { workflowNodeJobsSucceed } from '../../src/store/workflow-nodes.ts';
 import { workflowLockByJobs } from '../../src/store/workflows.ts';
 import { WorkflowClient } from '../../src/workflow/workflow-client.ts';
 import { createTestDatabase } from '../support/db.ts';
@@ -56,11 +56,18 @@ test('completing workflow nodes finds them by job, not by scanning a workflow or
       locked.map((w) => w.id),
       ['plan-a'],
     );
-    const released = await workflowNodeChildrenRelease(tx, { jobs: jobIds }, ['plan-a']);
-    assert.equal(released.succeeded.length, 500);
+    const succeeded = await workflowNodeJobsSucceed(tx, jobIds);
+    assert.deepEqual(
+      succeeded.locked.map((w) => w.id),
+      ['plan-a'],
+    );
     const after = await indexScans(tx);
     const used = Object.keys(after).filter((name) => (after[name] ?? 0) > (before[name] ?? 0));
     assert.deepEqual(used.sort(), ['workflow_nodes_job_idx']);
+    const { rows } = await tx.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM workflow_nodes WHERE workflow_id = 'plan-a' AND state = 'succeeded'`,
+    );
+    assert.equal(rows[0]?.n, 501);
     await tx.query('ROLLBACK');
   } finally {
     tx.release();

@@ -60,7 +60,8 @@ test('two successes of one workflow commit side by side; a child they share is r
     });
   try {
     // Disjoint children: the second goes through its lock and its release while the first is open,
-    // and waits only at the end, for the workflow row's counters.
+    // and waits only at the end, for the workflow row's counters. (Both waits are in the one
+    // statement of a completion's workflow part, workflowNodeJobsSucceed.)
     const roots = await claim(db.pool, 'side', ['a', 'b']);
     const a = roots.find((j) => j.key === 'a');
     const b = roots.find((j) => j.key === 'b');
@@ -70,7 +71,14 @@ test('two successes of one workflow commit side by side; a child they share is r
       await succeedOpen(second, [b.id]);
       await second.query('COMMIT');
     })();
-    await secondWaitsIn('the second at the counters', '%UPDATE workflows w SET%unfinished%');
+    await secondWaitsIn('the second to wait for the first', 'WITH lk AS%');
+    // It waits at the counters, its last write: it already holds its own child.
+    await assert.rejects(
+      db.pool.query(
+        `SELECT 1 FROM workflow_nodes WHERE workflow_id = 'side' AND key = 'cb' FOR UPDATE NOWAIT`,
+      ),
+      /could not obtain lock/,
+    );
     await first.query('COMMIT');
     await alone;
     assert.equal((await node('ca')).state, 'queued');
@@ -86,7 +94,7 @@ test('two successes of one workflow commit side by side; a child they share is r
       await succeedOpen(second, [cb.id]);
       await second.query('COMMIT');
     })();
-    await secondWaitsIn('the second at the shared child', '%pending_deps = c.pending_deps - r.n%');
+    await secondWaitsIn('the second at the shared child', 'WITH lk AS%');
     await first.query('COMMIT');
     await shared;
     assert.deepEqual(await node('z'), { state: 'queued', pending: 0, jobs: 1 });
