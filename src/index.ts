@@ -19,15 +19,18 @@ export {
 } from './errors.ts';
 export type { InputProblem } from './input.ts';
 export {
+  BACKFILL_MAX,
   ScheduleClient,
   ScheduleInputError,
   ScheduleNotFoundError,
   ScheduleVersionConflictError,
+  type BackfillResult,
   type LatenessBucket,
   type Occurrence,
   type OccurrenceSource,
   type OccurrenceState,
   type Schedule,
+  type ScheduleBackfillInput,
   type ScheduleInput,
   type ScheduleUpdate,
 } from './scheduler/schedule-client.ts';
