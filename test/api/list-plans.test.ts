@@ -18,7 +18,7 @@ import {
   occurrenceLatenessBySchedule,
   occurrenceLatenessPerMinute,
 } from '../../src/store/occurrence-rollup.ts';
-import { occurrenceListBySchedule } from '../../src/store/occurrences.ts';
+import { occurrenceCountAtFireTimes, occurrenceListBySchedule } from '../../src/store/occurrences.ts';
 import type { PoolClient } from '../../src/store/pool.ts';
 import { historyOldestRows, jobCountOpenByQueueState, scheduleLagSeconds } from '../../src/store/stats.ts';
 import { workflowSearch } from '../../src/store/workflow-search.ts';
@@ -118,6 +118,16 @@ test('list and overview statements use indexes on a database with history', asyn
     ['dead letter retry selection', (tx) => jobDeadIdsSearch(tx, { queue: 'q0', limit: 100 })],
     ['schedule ledger', (tx) => occurrenceListBySchedule(tx, scheduleId, null, 100)],
     ['schedule ledger page 2', (tx) => occurrenceListBySchedule(tx, scheduleId, from, 100)],
+    [
+      // A backfill's dry run: one probe of the unique key per fire time of its range.
+      'backfill: occurrences already there',
+      (tx) =>
+        occurrenceCountAtFireTimes(
+          tx,
+          scheduleId,
+          Array.from({ length: 1000 }, (_, i) => new Date(from.getTime() + i * 60_000)),
+        ),
+    ],
     [
       'schedule lateness per day',
       (tx) => occurrenceLatenessBySchedule(tx, scheduleId, { from, to, limit: 100 }),

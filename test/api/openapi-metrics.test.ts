@@ -18,6 +18,7 @@ const ROUTES = [
   'POST /v1/schedules/{id}/pause',
   'POST /v1/schedules/{id}/resume',
   'POST /v1/schedules/{id}/trigger',
+  'POST /v1/schedules/{id}/backfill',
   'GET /v1/schedules/{id}/occurrences',
   'GET /v1/schedules/{id}/lateness',
   'GET /v1/lateness',
