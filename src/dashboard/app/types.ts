@@ -79,6 +79,17 @@ export interface Schedule {
   updatedAt: string;
 }
 
+/** POST /v1/schedules/{id}/backfill: what a backfill did, or (dryRun) would do. */
+export interface Backfill {
+  dryRun: boolean;
+  fireTimes: number;
+  firstFireAt: string | null;
+  lastFireAt: string | null;
+  created: number;
+  existing: number;
+  existingByState: { enqueued: number; skipped: number; missed: number };
+}
+
 export interface Occurrence {
   fireAt: string;
   state: string;
