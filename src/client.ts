@@ -31,7 +31,7 @@ export class Client {
   readonly jobs: JobClient;
   /** Schedules: create, update, pause, resume, delete, trigger now, backfill, list, occurrences. */
   readonly schedules: ScheduleClient;
-  /** Workflows: submit DAGs, status, nodes, cancel, resume, signal. */
+  /** Workflows: submit DAGs, status, nodes, timeline, cancel, resume, signal. */
   readonly workflows: WorkflowClient;
   /** Queues: settings, pause and resume cluster-wide, and the audit of every change. */
   readonly queues: QueueClient;

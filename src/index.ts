@@ -101,6 +101,7 @@ export {
   type WorkflowSpec,
 } from './workflow/definition.ts';
 export type { NodePage, WorkflowNode, WorkflowStatus } from './workflow/status.ts';
+export type { TimelineNode, TimelineOptions, WorkflowTimeline } from './workflow/timeline.ts';
 export type { SubmitOptions, SubmitResult } from './workflow/submit.ts';
 export type { NodeState } from './store/workflow-nodes.ts';
 export type { WorkflowState } from './store/workflows.ts';

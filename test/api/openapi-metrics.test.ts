@@ -37,6 +37,7 @@ const ROUTES = [
   'POST /v1/workflows',
   'GET /v1/workflows/{id}',
   'GET /v1/workflows/{id}/nodes',
+  'GET /v1/workflows/{id}/timeline',
   'POST /v1/workflows/{id}/cancel',
   'POST /v1/workflows/{id}/resume',
   'POST /v1/workflows/{id}/signals/{name}',
