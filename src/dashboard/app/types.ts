@@ -147,6 +147,37 @@ export interface WorkflowNode {
   finishedAt: string | null;
 }
 
+/** GET /v1/workflows/{id}/timeline: one node's times. */
+export interface TimelineNode {
+  key: string;
+  type: string;
+  state: string;
+  jobId: number | null;
+  jobState: string | null;
+  attempts: number | null;
+  /** The dependency whose success released it. */
+  releasedBy: string | null;
+  releasedAt: string | null;
+  /** Its job's first attempt's start. */
+  startedAt: string | null;
+  /** Its job's last attempt's end, once finished. */
+  finishedAt: string | null;
+  critical: boolean;
+}
+
+export interface WorkflowTimeline {
+  id: string;
+  state: string;
+  nodeCount: number;
+  startedAt: string;
+  finishedAt: string | null;
+  /** Root first. */
+  criticalPath: TimelineNode[];
+  criticalPathComplete: boolean;
+  items: TimelineNode[];
+  next: string | null;
+}
+
 export interface ApiErrorBody {
   error: { code: string; message: string; fields?: { field: string; reason: string }[]; requestId: string };
 }
