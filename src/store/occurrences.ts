@@ -214,9 +214,13 @@ export async function occurrenceMaterialise(
                 SET state = CASE WHEN j.state = 'running' THEN j.state ELSE 'cancelled' END,
                     finished_at = CASE WHEN j.state = 'running' THEN j.finished_at ELSE clock_timestamp() END,
                     cancel_requested_at = COALESCE(j.cancel_requested_at, clock_timestamp())
-              WHERE j.schedule_id IN (SELECT i.schedule_id FROM input i JOIN occ o
-                                        ON i.schedule_id = o.schedule_id AND i.fire_at = o.fire_at
-                                       WHERE i.cancel_previous)
+              -- ANY(ARRAY(subquery)): the schedules are found once, then their jobs by index. As an
+              -- IN (subquery), the planner walked every queued job of every schedule and probed
+              -- the input for each: 2.1 s per 1,000-row statement with 20,000 jobs queued (EXPLAIN
+              -- ANALYZE), even when no item asked for a cancel.
+              WHERE j.schedule_id = ANY (ARRAY(SELECT i.schedule_id FROM input i JOIN occ o
+                                                 ON i.schedule_id = o.schedule_id AND i.fire_at = o.fire_at
+                                                WHERE i.cancel_previous))
                 AND j.state IN ('scheduled', 'available', 'running', 'failed')
              RETURNING j.id
            ), advance AS (
