@@ -29,9 +29,9 @@ export class Client {
   readonly pool: Pool;
   /** Jobs: enqueue, get, list, cancel, retry, the dead letter. */
   readonly jobs: JobClient;
-  /** Schedules: create, update, pause, resume, delete, trigger now, list, occurrences. */
+  /** Schedules: create, update, pause, resume, delete, trigger now, backfill, list, occurrences. */
   readonly schedules: ScheduleClient;
-  /** Workflows: submit DAGs, status, nodes, cancel, resume, signal. */
+  /** Workflows: submit DAGs, status, nodes, timeline, cancel, resume, signal. */
   readonly workflows: WorkflowClient;
   /** Queues: settings, pause and resume cluster-wide, and the audit of every change. */
   readonly queues: QueueClient;

@@ -19,15 +19,18 @@ export {
 } from './errors.ts';
 export type { InputProblem } from './input.ts';
 export {
+  BACKFILL_MAX,
   ScheduleClient,
   ScheduleInputError,
   ScheduleNotFoundError,
   ScheduleVersionConflictError,
+  type BackfillResult,
   type LatenessBucket,
   type Occurrence,
   type OccurrenceSource,
   type OccurrenceState,
   type Schedule,
+  type ScheduleBackfillInput,
   type ScheduleInput,
   type ScheduleUpdate,
 } from './scheduler/schedule-client.ts';
@@ -98,6 +101,7 @@ export {
   type WorkflowSpec,
 } from './workflow/definition.ts';
 export type { NodePage, WorkflowNode, WorkflowStatus } from './workflow/status.ts';
+export type { TimelineNode, TimelineOptions, WorkflowTimeline } from './workflow/timeline.ts';
 export type { SubmitOptions, SubmitResult } from './workflow/submit.ts';
 export type { NodeState } from './store/workflow-nodes.ts';
 export type { WorkflowState } from './store/workflows.ts';

@@ -76,6 +76,18 @@ export const SchedulePatchSchema = Type.Partial(Type.Object({ ...common, target:
   additionalProperties: false,
 });
 
+/** A backfill: the schedule's fire times in [from, to) to decide now (client.schedules.backfill). */
+export const ScheduleBackfillSchema = Type.Object(
+  {
+    from: DateTime('the range starts here: fire times at or after this instant'),
+    to: DateTime('the range ends here, exclusive; not after now'),
+    dryRun: Type.Optional(
+      Type.Boolean({ description: 'only count what a backfill would create and find, writing nothing' }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
 /** A schedule, its edit and its target as the API receives them (`anchor` as text). */
 export type ScheduleTargetBody = Static<typeof ScheduleTargetSchema>;
 export type ScheduleBody = Static<typeof ScheduleCreateSchema>;
@@ -89,7 +101,15 @@ export type ScheduleInput = Omit<ScheduleBody, 'anchor'> & { anchor?: Date | str
 /** What `client.schedules.update` takes: any fields of ScheduleInput but the tenant. */
 export type ScheduleUpdate = Omit<SchedulePatchBody, 'anchor'> & { anchor?: Date | string };
 
+export type ScheduleBackfillBody = Static<typeof ScheduleBackfillSchema>;
+/** What `client.schedules.backfill` takes: the API's body, the instants as Dates or RFC 3339 text. */
+export type ScheduleBackfillInput = Omit<ScheduleBackfillBody, 'from' | 'to'> & {
+  from: Date | string;
+  to: Date | string;
+};
+
 const createChecker = compileChecker(ScheduleCreateSchema);
+const backfillChecker = compileChecker(ScheduleBackfillSchema);
 const patchChecker = compileChecker(SchedulePatchSchema);
 
 function withAnchorText<T extends { anchor?: Date | string }>(input: T): unknown {
@@ -102,6 +122,19 @@ function withAnchorText<T extends { anchor?: Date | string }>(input: T): unknown
 export function scheduleCreateChecked(input: ScheduleInput): ScheduleBody | InputProblem[] {
   const wire = withAnchorText(input);
   if (!createChecker.check(wire)) return createChecker.problems(wire, '');
+  return wire;
+}
+
+const instantText = (v: unknown): unknown =>
+  v instanceof Date ? (Number.isNaN(v.getTime()) ? 'Invalid Date' : v.toISOString()) : v;
+
+/** The problems of a backfill range from the client, or the wire form it checked. */
+export function scheduleBackfillChecked(input: ScheduleBackfillInput): ScheduleBackfillBody | InputProblem[] {
+  const wire: unknown =
+    typeof input === 'object' && input !== null
+      ? { ...input, from: instantText(input.from), to: instantText(input.to) }
+      : input;
+  if (!backfillChecker.check(wire)) return backfillChecker.problems(wire, '');
   return wire;
 }
 

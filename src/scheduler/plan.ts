@@ -133,6 +133,46 @@ export function planSchedule(
   };
 }
 
+/** What planBackfill decides: the occurrences to write, or that the range holds too many. */
+export type BackfillPlan =
+  | { items: OccurrenceInput[]; fireTimes: Date[] }
+  /** More than `cap` fire times fall in the range; the most recent `cap` start at `lastCapFrom`. */
+  | { overflow: true; lastCapFrom: Date };
+
+/**
+ * The occurrences a backfill of [from, to) writes: every fire time of the schedule in the range (its
+ * cron, interval and DST rules, in its zone), enqueued. It is the misfire plan of a scheduler that
+ * was away for exactly that range, with policy `all`: the operator asked for each of them, so neither
+ * the schedule's own misfire policy nor its starting deadline (every one is late by design) nor its
+ * overlap policy (which would skip all but the first of a range and so spend the rest) applies.
+ */
+export function planBackfill(s: CachedSchedule, from: Date, to: Date, cap: number): BackfillPlan {
+  const { row, compiled } = s;
+  // planMisfire lists fire times in (lastFireAt, now]: (from − 1 ms, to − 1 ms] is [from, to) for
+  // fire times on whole milliseconds, which every kind of schedule has.
+  const plan = planMisfire({
+    schedule: compiled,
+    lastFireAt: new Date(from.getTime() - 1),
+    now: new Date(to.getTime() - 1),
+    policy: 'all',
+    cap,
+  });
+  const first = plan.run[0];
+  if (plan.unlistedThrough !== null && first !== undefined) return { overflow: true, lastCapFrom: first };
+  const items = plan.run.map((fireAt): OccurrenceInput => ({
+    scheduleId: row.id,
+    version: row.version,
+    fireAt,
+    state: 'enqueued',
+    reason: 'backfill',
+    runAt: new Date(fireAt.getTime() + jitterOffsetMs(row.id, row.jitterMs)),
+    idempotencyKey: occurrenceKey(row.id, fireAt),
+    source: 'backfill',
+    cancelPrevious: false,
+  }));
+  return { items, fireTimes: plan.run };
+}
+
 /** A schedule planned before its fire time, as of that fire time (planAhead). */
 export interface AheadPlan {
   version: number;

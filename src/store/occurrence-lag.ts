@@ -21,7 +21,8 @@ export async function occurrenceLastId(db: Queryable): Promise<number> {
 
 /**
  * Scheduled occurrences after `afterId`, oldest first, at most `limit`: a primary-key range read.
- * Trigger-now occurrences are left out: their fire time is the click, so they are never late.
+ * Trigger-now occurrences are left out (their fire time is the click, so they are never late), and
+ * backfilled ones (their lateness is the age of the range asked for, not the scheduler's delay).
  */
 export async function occurrenceLagSince(
   db: Queryable,
@@ -32,7 +33,7 @@ export async function occurrenceLagSince(
     name: 'occurrenceLagSince',
     text: `SELECT id, greatest(0, extract(epoch FROM materialised_at - fire_at))::float8 AS "lagSeconds"
              FROM occurrences
-            WHERE id > $1 AND source = 'schedule' AND state = 'enqueued'
+            WHERE id > $1 AND source = 'schedule' AND NOT backfill AND state = 'enqueued'
             ORDER BY id LIMIT $2`,
     values: [afterId, limit],
   });

@@ -10,6 +10,7 @@ export interface LatenessBucket {
   at: Date;
   /** Enqueued by the schedule: the occurrences that carry a lateness. */
   scheduled: number;
+  /** Enqueued on request: trigger-now and backfill (neither carries a scheduler's lateness). */
   triggered: number;
   skipped: number;
   missed: number;
@@ -45,16 +46,16 @@ function bucket(r: BucketRow): LatenessBucket {
 }
 
 /** The live rows' aggregate columns, in the rollup tables' order. */
-const LIVE_COLUMNS = `count(*) FILTER (WHERE o.state = 'enqueued' AND o.source = 'schedule') AS scheduled,
-  count(*) FILTER (WHERE o.state = 'enqueued' AND o.source = 'trigger') AS triggered,
+const LIVE_COLUMNS = `count(*) FILTER (WHERE o.state = 'enqueued' AND o.source = 'schedule' AND NOT o.backfill) AS scheduled,
+  count(*) FILTER (WHERE o.state = 'enqueued' AND (o.source = 'trigger' OR o.backfill)) AS triggered,
   count(*) FILTER (WHERE o.state = 'skipped') AS skipped,
   count(*) FILTER (WHERE o.state = 'missed') AS missed,
-  count(*) FILTER (WHERE o.state = 'enqueued' AND o.source = 'schedule'
+  count(*) FILTER (WHERE o.state = 'enqueued' AND o.source = 'schedule' AND NOT o.backfill
                    AND o.materialised_at - o.fire_at > interval '2 seconds') AS late,
   coalesce(sum(greatest(0, extract(epoch FROM o.materialised_at - o.fire_at)))
-           FILTER (WHERE o.state = 'enqueued' AND o.source = 'schedule'), 0)::float8 AS lag_sum_s,
+           FILTER (WHERE o.state = 'enqueued' AND o.source = 'schedule' AND NOT o.backfill), 0)::float8 AS lag_sum_s,
   coalesce(max(greatest(0, extract(epoch FROM o.materialised_at - o.fire_at)))
-           FILTER (WHERE o.state = 'enqueued' AND o.source = 'schedule'), 0)::float8 AS lag_max_s`;
+           FILTER (WHERE o.state = 'enqueued' AND o.source = 'schedule' AND NOT o.backfill), 0)::float8 AS lag_max_s`;
 
 const SUMS = `sum(scheduled)::float8 AS scheduled, sum(triggered)::float8 AS triggered,
   sum(skipped)::float8 AS skipped, sum(missed)::float8 AS missed, sum(late)::float8 AS late,

@@ -187,11 +187,11 @@ export async function occurrencePruneBatch(
            ), del AS (
              DELETE FROM occurrences o
               WHERE o.id = ANY (ARRAY(SELECT id FROM scan WHERE due))
-             RETURNING o.id, o.schedule_id, o.fire_at, o.state, o.source,
+             RETURNING o.id, o.schedule_id, o.fire_at, o.state, o.source, o.backfill,
                        greatest(0, extract(epoch FROM o.materialised_at - o.fire_at))::float8 AS lag
            ), gone AS (
              SELECT d.*, sc.tenant_id,
-                    (d.state = 'enqueued' AND d.source = 'schedule') AS scheduled
+                    (d.state = 'enqueued' AND d.source = 'schedule' AND NOT d.backfill) AS scheduled
                FROM del d JOIN scan sc ON sc.id = d.id
            ), minutes AS (
              ${rollupAdd('occurrence_minutes', 'minute, tenant_id', "date_trunc('minute', fire_at), tenant_id")}

@@ -640,9 +640,14 @@ export async function workflowNodeList(
   page: { after: string | null; state: NodeState | null; limit: number },
 ): Promise<WorkflowNodeListRow[]> {
   const { rows } = await q.query<WorkflowNodeListRow>(
+    // started_at is the first attempt's (the job row holds the latest), as the timeline's. A node
+    // never released shows no job: its id is drawn at submit but no job has it yet.
     `SELECT n.key, n.type, n.state, n.pending_deps, CASE WHEN n.runs > 0 THEN n.job_id END AS job_id,
             j.state AS job_state, j.attempt, n.runs,
-            n.released_at, j.started_at, n.finished_at, coalesce(n.error, j.last_error) AS error, n.output
+            n.released_at,
+            coalesce((SELECT min(a.started_at) FROM job_attempts a WHERE a.job_id = n.job_id), j.started_at)
+              AS started_at,
+            n.finished_at, coalesce(n.error, j.last_error) AS error, n.output
      FROM workflow_nodes n LEFT JOIN jobs j ON j.id = n.job_id
      WHERE n.workflow_id = $1
        AND ($2::text IS NULL OR n.key > $2)

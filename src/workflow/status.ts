@@ -48,6 +48,7 @@ export interface WorkflowNode {
   /** Times the node has been released (a resume runs it again). */
   runs: number;
   releasedAt: Date | null;
+  /** Its job's first attempt's start. */
   startedAt: Date | null;
   finishedAt: Date | null;
   error: string | null;

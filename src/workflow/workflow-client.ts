@@ -18,6 +18,7 @@ import { workflowChecked } from '../contract/workflow.ts';
 import { WorkflowValidationError, type WorkflowSpec } from './definition.ts';
 import { workflowList, type WorkflowListOptions, type WorkflowPage } from './list.ts';
 import { workflowStatusGet, workflowNodesPage, type NodePage, type WorkflowStatus } from './status.ts';
+import { workflowTimelineGet, type TimelineOptions, type WorkflowTimeline } from './timeline.ts';
 import { workflowSubmitTx, type SubmitOptions, type SubmitResult } from './submit.ts';
 
 /** An action named a workflow id that does not exist. */
@@ -88,6 +89,15 @@ export class WorkflowClient {
 
   nodes(id: string, options?: { after?: string; state?: NodeState; limit?: number }): Promise<NodePage> {
     return workflowNodesPage(this.#pool, id, options);
+  }
+
+  /**
+   * Each node's release, first start and last finish (from its job's attempts) for one page of nodes
+   * in key order, or the nodes named in `keys`, and the critical path; null when there is no such
+   * workflow. It reads only what it returns, so it suits 100,000-node workflows.
+   */
+  timeline(id: string, options?: TimelineOptions): Promise<WorkflowTimeline | null> {
+    return workflowTimelineGet(this.#pool, id, options);
   }
 
   /** Cancels a running workflow; returns false if it had already ended. Running nodes finish. */

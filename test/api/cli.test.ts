@@ -174,6 +174,56 @@ test('job add from a file in chunks with progress, ls, dlq, and errors that exit
   assert.match(refused.stderr, /401: token unknown or revoked/);
 });
 
+test('schedule backfill: a dry run, the backfill, a second one that finds them all, and its refusals', async () => {
+  const add = await cli([
+    'schedule',
+    'add',
+    '--name',
+    'nightly-cli',
+    '--spec',
+    '0 3 * * *',
+    '--tz',
+    'Asia/Kolkata',
+    '--queue',
+    'reports',
+    '--kind',
+    'report.build',
+    '--json',
+  ]);
+  assert.equal(add.code, 0, add.stderr);
+  const { id } = JSON.parse(add.stdout) as { id: string };
+  // 03:00 in Kolkata (UTC+5:30) is 21:30 UTC the day before: three fire times in these three days.
+  const range = ['--from', '2026-01-01T00:00:00Z', '--to', '2026-01-04T00:00:00Z'];
+  const dry = await cli(['schedule', 'backfill', id, ...range, '--dry-run']);
+  assert.equal(dry.code, 0, dry.stderr);
+  assert.match(dry.stdout, /fire times\s+3: 2026-01-01T21:30:00.000Z … 2026-01-03T21:30:00.000Z/);
+  assert.match(dry.stdout, /would create\s+3\n/);
+  const done = await cli(['schedule', 'backfill', id, ...range]);
+  assert.match(done.stdout, /created\s+3\n/);
+  const again = await cli(['schedule', 'backfill', id, ...range, '--json']);
+  const r = JSON.parse(again.stdout) as { created: number; existing: number };
+  assert.deepEqual([r.created, r.existing], [0, 3]);
+  const history = await cli(['schedule', 'history', id]);
+  assert.equal(history.stdout.match(/enqueued\s+backfill/g)?.length, 3, history.stdout);
+
+  const backwards = await cli([
+    'schedule',
+    'backfill',
+    id,
+    '--from',
+    '2026-01-04T00:00:00Z',
+    '--to',
+    '2026-01-01T00:00:00Z',
+  ]);
+  assert.equal(backwards.code, 1);
+  assert.match(backwards.stderr, /400: body\.to: must be after from/);
+  const noRange = await cli(['schedule', 'backfill', id, '--from', '2026-01-01T00:00:00Z']);
+  assert.equal(noRange.code, 2);
+  assert.match(noRange.stderr, /--from and --to are required/);
+  const help = await cli(['schedule', 'backfill', '--help']);
+  assert.match(help.stdout, /--dry-run/);
+});
+
 test('workflow submit, ls, show, signal, cancel and resume from the CLI', async () => {
   const file = join(dir, 'wf.json');
   await writeFile(

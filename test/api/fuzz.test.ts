@@ -274,6 +274,7 @@ const VALID_BODIES: Record<string, unknown> = {
     misfire: { policy: 'latest', cap: 5 },
   },
   updateSchedule: { spec: '0 10 * * *', target: { queue: 'q', kind: 'k', payload: { a: 1 } } },
+  backfillSchedule: { from: '2020-01-01T00:00:00Z', to: '2020-01-02T00:00:00Z', dryRun: true },
   enqueueJobs: { queue: 'q', kind: 'k', payload: { a: { b: 'c' } }, runAt: '2030-01-01T00:00:00Z' },
   retryJob: { extraAttempts: 1 },
   retryDeadJobs: { ids: [1, 2] },

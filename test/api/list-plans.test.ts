@@ -18,10 +18,15 @@ import {
   occurrenceLatenessBySchedule,
   occurrenceLatenessPerMinute,
 } from '../../src/store/occurrence-rollup.ts';
-import { occurrenceListBySchedule } from '../../src/store/occurrences.ts';
+import { occurrenceCountAtFireTimes, occurrenceListBySchedule } from '../../src/store/occurrences.ts';
 import type { PoolClient } from '../../src/store/pool.ts';
 import { historyOldestRows, jobCountOpenByQueueState, scheduleLagSeconds } from '../../src/store/stats.ts';
 import { workflowSearch } from '../../src/store/workflow-search.ts';
+import {
+  workflowTimelineByKeys,
+  workflowTimelineCriticalPath,
+  workflowTimelinePage,
+} from '../../src/store/workflow-timeline.ts';
 import { createTestDatabase } from '../support/db.ts';
 
 const db = await createTestDatabase();
@@ -99,6 +104,26 @@ test('list and overview statements use indexes on a database with history', asyn
     `INSERT INTO workflow_nodes (workflow_id, key, type, state, pending_deps, queue, kind)
      SELECT 'wf' || g, 'n', 'job', 'succeeded', 0, 'q', 'k' FROM generate_series(1, 2000) g`,
   );
+  // A 3,000-node chain whose nodes ran the first 3,000 jobs, each released by the one before.
+  await db.pool.query(
+    `INSERT INTO workflows (id, tenant_id, name, failure_policy, definition_sha256, node_count, unfinished, state, finished_at)
+     VALUES ('chain', 'default', 'chain', 'fail_fast', 'x', 3000, 0, 'succeeded', now())`,
+  );
+  await db.pool.query(
+    `INSERT INTO workflow_nodes (workflow_id, key, type, state, pending_deps, queue, kind, job_id, released_at, finished_at)
+     SELECT 'chain', 'c' || lpad(g::text, 5, '0'), 'job', 'succeeded', 0, 'q', 'k', g,
+            now() - (3001 - g) * interval '1 s', now() - (3000 - g) * interval '1 s'
+       FROM generate_series(1, 3000) g`,
+  );
+  await db.pool.query(
+    `UPDATE workflow_nodes n SET released_by = p.id FROM workflow_nodes p
+      WHERE n.workflow_id = 'chain' AND p.workflow_id = 'chain'
+        AND p.key = 'c' || lpad((substr(n.key, 2)::int - 1)::text, 5, '0')`,
+  );
+  await db.pool.query(
+    `UPDATE workflows SET last_succeeded_node = (SELECT id FROM workflow_nodes WHERE workflow_id = 'chain' AND key = 'c03000')
+      WHERE id = 'chain'`,
+  );
   await db.pool.query('VACUUM ANALYZE');
 
   const from = new Date(Date.now() - 3_600_000);
@@ -119,6 +144,16 @@ test('list and overview statements use indexes on a database with history', asyn
     ['schedule ledger', (tx) => occurrenceListBySchedule(tx, scheduleId, null, 100)],
     ['schedule ledger page 2', (tx) => occurrenceListBySchedule(tx, scheduleId, from, 100)],
     [
+      // A backfill's dry run: one probe of the unique key per fire time of its range.
+      'backfill: occurrences already there',
+      (tx) =>
+        occurrenceCountAtFireTimes(
+          tx,
+          scheduleId,
+          Array.from({ length: 1000 }, (_, i) => new Date(from.getTime() + i * 60_000)),
+        ),
+    ],
+    [
       'schedule lateness per day',
       (tx) => occurrenceLatenessBySchedule(tx, scheduleId, { from, to, limit: 100 }),
     ],
@@ -129,6 +164,24 @@ test('list and overview statements use indexes on a database with history', asyn
       rangeRead,
     ],
     ['workflows, newest', (tx) => workflowSearch(tx, { limit: 50 })],
+    // Each timeline node reads its node, its job, its first attempt and its releasing parent.
+    ['workflow timeline page', (tx) => workflowTimelinePage(tx, 'chain', null, 200)],
+    ['workflow timeline page 2', (tx) => workflowTimelinePage(tx, 'chain', 'c01000', 200)],
+    [
+      'workflow timeline selection',
+      (tx) =>
+        workflowTimelineByKeys(
+          tx,
+          'chain',
+          Array.from({ length: 100 }, (_, i) => `c${String(i * 30 + 1).padStart(5, '0')}`),
+        ),
+    ],
+    ['workflow critical path', (tx) => workflowTimelineCriticalPath(tx, 'chain', 200)],
+    [
+      'workflow critical path, longest',
+      (tx) => workflowTimelineCriticalPath(tx, 'chain', 1000),
+      5 * 1000 + ROWS_PER_PAGE,
+    ],
     ['overview: job counts', (tx) => jobCountOpenByQueueState(tx)],
     ['overview: schedule lag', (tx) => scheduleLagSeconds(tx)],
     ['overview: oldest rows', (tx) => historyOldestRows(tx)],

@@ -167,6 +167,7 @@ test("tenant isolation: every schedule route answers 404 for another tenant's sc
     ['POST', `/v1/schedules/${s.id}/resume`, undefined],
     ['POST', `/v1/schedules/${s.id}/trigger`, undefined],
     ['GET', `/v1/schedules/${s.id}/occurrences`, undefined],
+    ['POST', `/v1/schedules/${s.id}/backfill`, { from: '2026-01-01T00:00:00Z', to: '2026-01-03T00:00:00Z' }],
   ];
   for (const [method, path, body] of routes) {
     const theirs = await api.call(method, path, { token: api.tokens.globex, body });
@@ -217,4 +218,68 @@ test('a stored spec that no longer compiles is shown with its error, not a 500, 
   );
   assert.equal(fixed.status, 200);
   assert.equal(fixed.body.compiled?.canonical, '0 9 * * *');
+});
+
+test('backfill: a dry run counts, the backfill enqueues, a second one finds them all; bad ranges are 400 and write nothing', async () => {
+  const { body: s } = await create({
+    name: 'nightly-backfill',
+    spec: '0 2 * * *',
+    timeZone: 'America/New_York',
+    target: { queue: 'q', kind: 'k' },
+  });
+  const path = `/v1/schedules/${s.id}/backfill`;
+  // 02:00 New York, 2025-12-29 … 2026-01-04: seven fire times at 07:00 UTC.
+  const range = { from: '2025-12-29T00:00:00Z', to: '2026-01-05T00:00:00Z' };
+  interface Backfill {
+    dryRun: boolean;
+    fireTimes: number;
+    created: number;
+    existing: number;
+    existingByState: Record<string, number>;
+    firstFireAt: string | null;
+    lastFireAt: string | null;
+  }
+  const dry = await api.call<Backfill>('POST', path, { body: { ...range, dryRun: true } });
+  assert.equal(dry.status, 200, dry.text);
+  assert.deepEqual(
+    [dry.body.dryRun, dry.body.fireTimes, dry.body.created, dry.body.existing],
+    [true, 7, 7, 0],
+  );
+  assert.equal(dry.body.firstFireAt, '2025-12-29T07:00:00.000Z');
+
+  const done = await api.call<Backfill>('POST', path, { body: range });
+  assert.equal(done.status, 200, done.text);
+  assert.deepEqual([done.body.dryRun, done.body.created, done.body.existing], [false, 7, 0]);
+  const again = await api.call<Backfill>('POST', path, { body: range });
+  assert.deepEqual(
+    [again.body.created, again.body.existing, again.body.existingByState],
+    [0, 7, { enqueued: 7, skipped: 0, missed: 0 }],
+  );
+  const ledger = await api.call<{ items: { source: string; state: string; jobId: number | null }[] }>(
+    'GET',
+    `/v1/schedules/${s.id}/occurrences`,
+  );
+  assert.equal(ledger.body.items.length, 7);
+  assert.ok(
+    ledger.body.items.every((o) => o.source === 'backfill' && o.state === 'enqueued' && o.jobId !== null),
+  );
+
+  const before = await databaseSnapshot(api.db);
+  const cases: [unknown, string][] = [
+    [{ from: '2026-01-02T00:00:00Z', to: '2026-01-01T00:00:00Z' }, 'body.to'],
+    [{ from: '2026-01-01T00:00:00Z', to: '2026-01-06T00:00:00Z' }, 'body.to'],
+    [{ from: '2026-01-01T00:00:00', to: '2026-01-02T00:00:00Z' }, 'body.from'],
+    [{ from: '1990-01-01T00:00:00Z', to: '2026-01-02T00:00:00Z' }, 'body.from'],
+    [{ to: '2026-01-02T00:00:00Z' }, 'body.from'],
+    [{ from: '2026-01-01T00:00:00Z', to: '2026-01-02T00:00:00Z', force: true }, 'body.force'],
+  ];
+  for (const [body, field] of cases) {
+    const r = await api.call('POST', path, { body });
+    assert.equal(r.status, 400, `${JSON.stringify(body)}: ${r.text}`);
+    const fields = (r.body as unknown as { error: { fields: { field: string }[] } }).error.fields.map(
+      (f) => f.field,
+    );
+    assert.ok(fields.includes(field), `${field} in ${JSON.stringify(fields)}`);
+  }
+  assert.equal(await databaseSnapshot(api.db), before, 'no refused backfill changed anything');
 });

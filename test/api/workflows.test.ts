@@ -149,6 +149,7 @@ test("tenant isolation: every workflow route answers 404 for another tenant's wo
   const routes: [string, string, unknown][] = [
     ['GET', '/v1/workflows/wf-private', undefined],
     ['GET', '/v1/workflows/wf-private/nodes', undefined],
+    ['GET', '/v1/workflows/wf-private/timeline', undefined],
     ['POST', '/v1/workflows/wf-private/cancel', undefined],
     ['POST', '/v1/workflows/wf-private/resume', undefined],
     ['POST', '/v1/workflows/wf-private/signals/approved', {}],
@@ -257,4 +258,99 @@ test('GET /v1/workflows lists newest first; a tenant token sees only its own; a 
   const bad = await api.call<{ error: { fields: { field: string }[] } }>('GET', '/v1/workflows?after=xyz');
   assert.equal(bad.status, 400);
   assert.equal(bad.body.error.fields[0]?.field, 'query.after');
+});
+
+test('timeline: a node per page or selection with its times, the critical path, and 400s naming the parameter', async () => {
+  await api.call('POST', '/v1/workflows', {
+    token: api.tokens.acme,
+    body: {
+      id: 'wf-times',
+      nodes: [
+        { id: 'one', queue: 'wf-times', kind: 'k' },
+        { id: 'two', queue: 'wf-times', kind: 'k', dependsOn: ['one'] },
+        { id: 'three', queue: 'wf-times', kind: 'k', dependsOn: ['one'] },
+      ],
+    },
+  });
+  const finish = async (): Promise<void> => {
+    const r = await api.call<{ jobs: { id: number; attempt: number }[] }>('POST', '/v1/workers/claim', {
+      body: { worker: 'tl-w', queues: ['wf-times'], limit: 1 },
+    });
+    const job = r.body.jobs[0];
+    assert.ok(job !== undefined);
+    const done = await api.call('POST', `/v1/jobs/${job.id}/complete`, {
+      body: { worker: 'tl-w', attempt: job.attempt },
+    });
+    assert.equal(done.status, 200, done.text);
+  };
+  await finish();
+  await finish();
+  interface Node {
+    key: string;
+    state: string;
+    jobId: number | null;
+    attempts: number | null;
+    releasedBy: string | null;
+    startedAt: string | null;
+    finishedAt: string | null;
+    critical: boolean;
+  }
+  interface Timeline {
+    state: string;
+    criticalPath: Node[];
+    criticalPathComplete: boolean;
+    items: Node[];
+    next: string | null;
+  }
+  const t = await api.call<Timeline>('GET', '/v1/workflows/wf-times/timeline', { token: api.tokens.acme });
+  assert.equal(t.status, 200, t.text);
+  // one, then whichever of two and three was claimed second; the other is still queued.
+  const byKey = new Map(t.body.items.map((n) => [n.key, n]));
+  assert.deepEqual([...byKey.keys()], ['one', 'three', 'two']);
+  const second = byKey.get('two')?.state === 'succeeded' ? 'two' : 'three';
+  const waiting = second === 'two' ? 'three' : 'two';
+  assert.deepEqual(
+    [second, waiting].map((k) => {
+      const n = byKey.get(k);
+      return [n?.state, n?.attempts, n?.releasedBy, n?.finishedAt !== null];
+    }),
+    [
+      ['succeeded', 1, 'one', true],
+      ['queued', 0, 'one', false],
+    ],
+  );
+  assert.deepEqual([byKey.get('one')?.releasedBy, byKey.get('one')?.attempts], [null, 1]);
+  assert.deepEqual(
+    t.body.criticalPath.map((n) => n.key),
+    ['one', second],
+    'so far: to the node that finished last',
+  );
+  assert.equal(t.body.criticalPathComplete, true);
+
+  const picked = await api.call<Timeline>('GET', '/v1/workflows/wf-times/timeline?key=two&key=one&limit=0');
+  assert.deepEqual(
+    picked.body.items.map((n) => n.key),
+    ['one', 'two'],
+  );
+  const one = await api.call<Timeline>('GET', '/v1/workflows/wf-times/timeline?key=three&pathLimit=0');
+  assert.deepEqual([one.body.items.map((n) => n.key), one.body.criticalPath], [['three'], []]);
+  const paged = await api.call<Timeline>('GET', '/v1/workflows/wf-times/timeline?limit=1&after=one');
+  assert.deepEqual([paged.body.items.map((n) => n.key), paged.body.next], [['three'], 'three']);
+
+  const cases: [string, string][] = [
+    ['limit=1001', 'query.limit'],
+    ['limit=-1', 'query.limit'],
+    ['pathLimit=5000', 'query.pathLimit'],
+    ['key=one&after=one', 'query.key'],
+    ['keys=one', 'query.keys'],
+  ];
+  for (const [q, field] of cases) {
+    const r = await api.call('GET', `/v1/workflows/wf-times/timeline?${q}`);
+    assert.equal(r.status, 400, `${q}: ${r.text}`);
+    const fields = (r.body as unknown as { error: { fields: { field: string }[] } }).error.fields.map(
+      (f) => f.field,
+    );
+    assert.ok(fields.includes(field), `${q}: ${field} in ${JSON.stringify(fields)}`);
+  }
+  assert.equal((await api.call('GET', '/v1/workflows/wf-none/timeline')).status, 404);
 });

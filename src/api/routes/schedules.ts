@@ -7,12 +7,18 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
 import { compileRow } from '../../scheduler/plan.ts';
 import { SpecError, type CompiledSchedule } from '../../schedule/index.ts';
-import { ScheduleCreateSchema, SchedulePatchSchema } from '../../contract/schedule.ts';
+import {
+  ScheduleBackfillSchema,
+  ScheduleCreateSchema,
+  SchedulePatchSchema,
+} from '../../contract/schedule.ts';
 import { PageLimit, TenantId, Uuid } from '../../contract/fields.ts';
 import { ValidationError } from '../../errors.ts';
 import {
+  BACKFILL_MAX,
   ScheduleNotFoundError,
   ScheduleVersionConflictError,
+  type BackfillResult,
   type Occurrence,
   type Schedule,
   type ScheduleClient,
@@ -77,7 +83,7 @@ const ScheduleSchema = Type.Object({
 const OccurrenceSchema = Type.Object({
   fireAt: Type.String({ format: 'date-time' }),
   state: Type.String({ description: 'enqueued, skipped (overlap policy) or missed (misfire policy)' }),
-  source: Type.String({ description: 'schedule, or trigger for trigger-now' }),
+  source: Type.String({ description: 'schedule, trigger for trigger-now, or backfill' }),
   lateMs: Type.Number({ description: 'how long after its fire time the scheduler decided on it' }),
   jobId: Type.Union([Type.Integer(), Type.Null()]),
   reason: Type.Union([Type.String(), Type.Null()]),
@@ -154,7 +160,7 @@ function scheduleJson(row: Schedule, now: Date) {
 const LatenessSchema = Type.Object({
   at: Type.String({ format: 'date-time', description: 'start of the minute, or of the UTC day' }),
   scheduled: Type.Integer({ description: 'occurrences the schedule enqueued (these carry the lateness)' }),
-  triggered: Type.Integer({ description: 'occurrences enqueued by trigger-now' }),
+  triggered: Type.Integer({ description: 'occurrences enqueued on request: trigger-now and backfill' }),
   skipped: Type.Integer(),
   missed: Type.Integer(),
   late: Type.Integer({ description: 'scheduled occurrences decided more than 2 s after their fire time' }),
@@ -188,6 +194,34 @@ function latenessJson(b: LatenessBucket) {
   };
 }
 
+const BackfillResultSchema = Type.Object({
+  scheduleId: Type.String(),
+  from: Type.String({ format: 'date-time' }),
+  to: Type.String({ format: 'date-time' }),
+  dryRun: Type.Boolean(),
+  fireTimes: Type.Integer({ description: "the schedule's fire times in [from, to), in its zone" }),
+  firstFireAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
+  lastFireAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
+  created: Type.Integer({ description: 'occurrences written, each with its job (a dry run: would be)' }),
+  existing: Type.Integer({ description: 'fire times that already had their occurrence, left as they were' }),
+  existingByState: Type.Object({ enqueued: Type.Integer(), skipped: Type.Integer(), missed: Type.Integer() }),
+});
+
+function backfillJson(r: BackfillResult) {
+  return {
+    scheduleId: r.scheduleId,
+    from: r.from.toISOString(),
+    to: r.to.toISOString(),
+    dryRun: r.dryRun,
+    fireTimes: r.fireTimes,
+    firstFireAt: r.firstFireAt?.toISOString() ?? null,
+    lastFireAt: r.lastFireAt?.toISOString() ?? null,
+    created: r.created,
+    existing: r.existing,
+    existingByState: r.existingByState,
+  };
+}
+
 function occurrenceJson(o: Occurrence) {
   return {
     fireAt: o.fireAt.toISOString(),
@@ -210,7 +244,11 @@ async function call<T>(fn: () => Promise<T>): Promise<T> {
   } catch (error) {
     if (error instanceof ValidationError) {
       throw badRequest(
-        error.fields.map((f) => ({ field: `body.${f.field}`, reason: f.reason })),
+        // `id` is the path's: a backfill of a schedule whose stored spec no longer compiles.
+        error.fields.map((f) => ({
+          field: f.field === 'id' ? 'params.id' : `body.${f.field}`,
+          reason: f.reason,
+        })),
         { cause: error },
       );
     }
@@ -403,6 +441,24 @@ export function scheduleRoutes(app: Api, deps: RouteDeps): void {
       const current = await scheduleForCaller(schedules, request, request.params.id);
       const { jobId, firedAt } = await call(() => schedules.triggerNow(current.id));
       return await reply.status(201).send({ jobId, firedAt: firedAt.toISOString() });
+    },
+  );
+
+  app.post(
+    '/v1/schedules/:id/backfill',
+    {
+      schema: {
+        operationId: 'backfillSchedule',
+        summary: `Decide the schedule's fire times in [from, to) now: each one without an occurrence is enqueued with its job, through the scheduler's own write; at most ${BACKFILL_MAX} per call; dryRun counts only`,
+        tags: ['schedules'],
+        params: IdParams,
+        body: ScheduleBackfillSchema,
+        response: withErrors({ 200: BackfillResultSchema }),
+      },
+    },
+    async (request) => {
+      const current = await scheduleForCaller(schedules, request, request.params.id);
+      return backfillJson(await call(() => schedules.backfill(current.id, request.body)));
     },
   );
 

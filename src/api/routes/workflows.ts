@@ -9,6 +9,7 @@ import { WorkflowValidationError } from '../../workflow/definition.ts';
 import { WorkflowSubmitSchema } from '../../contract/workflow.ts';
 import { WorkflowClient, WorkflowSignalUndeclaredError } from '../../workflow/workflow-client.ts';
 import type { WorkflowStatus } from '../../workflow/status.ts';
+import { TIMELINE_PAGE_MAX, TIMELINE_PATH_MAX, type TimelineNode } from '../../workflow/timeline.ts';
 import { NodeState } from '../../store/workflow-nodes.ts';
 import { WorkflowState } from '../../store/workflows.ts';
 import { workflowNodeParents } from '../../store/workflow-graph.ts';
@@ -41,6 +42,35 @@ const NodeItem = Type.Object({
   startedAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
   finishedAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
 });
+
+const TimelineNodeSchema = Type.Object({
+  key: Type.String(),
+  type: Type.Union([Type.Literal('job'), Type.Literal('signal')]),
+  state: Type.String(),
+  jobId: Type.Union([Type.Integer(), Type.Null()]),
+  jobState: Type.Union([Type.String(), Type.Null()]),
+  attempts: Type.Union([Type.Integer(), Type.Null()], { description: "attempts of the node's job so far" }),
+  releasedBy: Type.Union([Type.String(), Type.Null()], {
+    description: 'the dependency whose success released it: its parent that finished last',
+  }),
+  releasedAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
+  startedAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
+    description: "its job's first attempt's start (a signal node: when it began to wait)",
+  }),
+  finishedAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
+    description: "its job's last attempt's end, once the node is finished",
+  }),
+  critical: Type.Boolean({ description: 'on the critical path' }),
+});
+
+function timelineNodeJson(n: TimelineNode) {
+  return {
+    ...n,
+    releasedAt: n.releasedAt?.toISOString() ?? null,
+    startedAt: n.startedAt?.toISOString() ?? null,
+    finishedAt: n.finishedAt?.toISOString() ?? null,
+  };
+}
 
 const WorkflowSummarySchema = Type.Object({
   id: Type.String(),
@@ -265,6 +295,98 @@ export function workflowRoutes(app: Api, deps: RouteDeps): void {
           startedAt: n.startedAt?.toISOString() ?? null,
           finishedAt: n.finishedAt?.toISOString() ?? null,
         })),
+      };
+    },
+  );
+
+  app.get(
+    '/v1/workflows/:id/timeline',
+    {
+      schema: {
+        operationId: 'getWorkflowTimeline',
+        summary:
+          "Each node's release, first start and last finish (from its job's attempts) for a page of nodes by key or a selection, and the critical path",
+        tags: ['workflows'],
+        params: IdParams,
+        querystring: Type.Object(
+          {
+            after: Type.Optional(Name),
+            limit: Type.Optional(
+              Type.Integer({
+                minimum: 0,
+                maximum: TIMELINE_PAGE_MAX,
+                default: 200,
+                description: 'nodes per page; 0 for the critical path only',
+              }),
+            ),
+            key: Type.Optional(
+              Type.Union([Name, Type.Array(Name, { minItems: 1, maxItems: TIMELINE_PAGE_MAX })], {
+                description: 'instead of a page, these nodes: repeat key= for each',
+              }),
+            ),
+            pathLimit: Type.Optional(
+              Type.Integer({
+                minimum: 0,
+                maximum: TIMELINE_PATH_MAX,
+                default: TIMELINE_PATH_MAX,
+                description: 'most nodes of the critical path, those nearest its end',
+              }),
+            ),
+          },
+          { additionalProperties: false },
+        ),
+        response: withErrors({
+          200: Type.Object({
+            id: Type.String(),
+            state: Type.String(),
+            nodeCount: Type.Integer(),
+            startedAt: Type.String({ format: 'date-time' }),
+            finishedAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
+            criticalPath: Type.Array(TimelineNodeSchema, {
+              description: 'root first: the chain of nodes whose ends decided the workflow’s end',
+            }),
+            criticalPathComplete: Type.Boolean({ description: 'whether the path reaches a root' }),
+            items: Type.Array(TimelineNodeSchema),
+            next: Type.Union([Type.String(), Type.Null()]),
+          }),
+        }),
+      },
+    },
+    async (request) => {
+      await forCaller(request, request.params.id);
+      const q = request.query;
+      const keys = q.key === undefined ? undefined : Array.isArray(q.key) ? q.key : [q.key];
+      let t;
+      try {
+        t = await workflows.timeline(request.params.id, {
+          after: q.after,
+          limit: q.limit,
+          keys,
+          pathLimit: q.pathLimit,
+        });
+      } catch (error) {
+        if (error instanceof WorkflowValidationError) {
+          throw badRequest(
+            error.fields.map((f) => ({
+              field: `query.${f.field === 'keys' ? 'key' : f.field}`,
+              reason: f.reason,
+            })),
+            { cause: error },
+          );
+        }
+        throw error;
+      }
+      if (t === null) throw notFound(`workflow ${request.params.id}`);
+      return {
+        id: t.id,
+        state: t.state,
+        nodeCount: t.nodeCount,
+        startedAt: t.startedAt.toISOString(),
+        finishedAt: t.finishedAt?.toISOString() ?? null,
+        criticalPath: t.criticalPath.map(timelineNodeJson),
+        criticalPathComplete: t.criticalPathComplete,
+        items: t.nodes.map(timelineNodeJson),
+        next: t.next,
       };
     },
   );

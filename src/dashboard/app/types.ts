@@ -79,6 +79,17 @@ export interface Schedule {
   updatedAt: string;
 }
 
+/** POST /v1/schedules/{id}/backfill: what a backfill did, or (dryRun) would do. */
+export interface Backfill {
+  dryRun: boolean;
+  fireTimes: number;
+  firstFireAt: string | null;
+  lastFireAt: string | null;
+  created: number;
+  existing: number;
+  existingByState: { enqueued: number; skipped: number; missed: number };
+}
+
 export interface Occurrence {
   fireAt: string;
   state: string;
@@ -134,6 +145,37 @@ export interface WorkflowNode {
   releasedAt: string | null;
   startedAt: string | null;
   finishedAt: string | null;
+}
+
+/** GET /v1/workflows/{id}/timeline: one node's times. */
+export interface TimelineNode {
+  key: string;
+  type: string;
+  state: string;
+  jobId: number | null;
+  jobState: string | null;
+  attempts: number | null;
+  /** The dependency whose success released it. */
+  releasedBy: string | null;
+  releasedAt: string | null;
+  /** Its job's first attempt's start. */
+  startedAt: string | null;
+  /** Its job's last attempt's end, once finished. */
+  finishedAt: string | null;
+  critical: boolean;
+}
+
+export interface WorkflowTimeline {
+  id: string;
+  state: string;
+  nodeCount: number;
+  startedAt: string;
+  finishedAt: string | null;
+  /** Root first. */
+  criticalPath: TimelineNode[];
+  criticalPathComplete: boolean;
+  items: TimelineNode[];
+  next: string | null;
 }
 
 export interface ApiErrorBody {

@@ -2,14 +2,15 @@
 /**
  * Schedules: register one from a spec or a plain-English phrase (the answer shows what it compiled
  * to and the next fire times), list with next fire times in the schedule's own zone and UTC, pause, resume,
- * trigger now; and one schedule's occurrence ledger with on-time, late, skipped and missed marked.
+ * trigger now; and one schedule's page: edit, delete, backfill a past range, and its occurrence
+ * ledger with on-time, late, skipped, missed, manual and backfilled marked.
  */
 import { ApiError, del, get, patch, post, query } from '../api.ts';
 import { confirmAction } from '../confirm.ts';
 import { badge, h, notice, show, table, update } from '../dom.ts';
 import { duration, inZone, utc } from '../format.ts';
 import { errorText, missingRoutes, poll, type PageContext } from '../page.ts';
-import type { Occurrence, Page, Schedule } from '../types.ts';
+import type { Backfill, Occurrence, Page, Schedule } from '../types.ts';
 
 const ROUTES = ['GET /v1/schedules', 'POST /v1/schedules'];
 const POLL_MS = 3000;
@@ -286,12 +287,15 @@ function renderList(
 
 /**
  * How an occurrence went: the ledger's state, with enqueued split by lateness. A trigger-now
- * occurrence's fire time is the click itself, so it is neither on time nor late: it is manual.
+ * occurrence's fire time is the click itself, so it is neither on time nor late: it is manual; a
+ * backfilled one was decided long after its fire time on purpose.
  */
 export function occurrenceVerdict(o: Occurrence): { text: string; tone: string } {
   if (o.state === 'skipped') return { text: 'skipped', tone: 'warn' };
   if (o.state === 'missed') return { text: 'missed', tone: 'bad' };
   if (o.source === 'trigger') return { text: 'manual', tone: 'info' };
+  // Decided on request for a past range: its lateness is the range's age, not a delay.
+  if (o.source === 'backfill') return { text: 'backfilled', tone: 'info' };
   if (o.lateMs > LATE_AFTER_MS) return { text: 'late', tone: 'warn' };
   return { text: 'on time', tone: 'ok' };
 }
@@ -300,10 +304,14 @@ async function schedulePage(ctx: PageContext, id: string): Promise<void> {
   const status = h('div', { class: 'status-line' });
   const head = h('div');
   const ledger = h('div');
+  const canBackfill = ctx.session.routes.has('POST /v1/schedules/{id}/backfill');
+  // Outside `head`, which each poll rebuilds: a backfill's result stays until the next one.
+  const backfilled = h('div', { class: 'backfill-result', 'aria-live': 'polite' });
   show(
     ctx.main,
     h('p', {}, h('a', { href: '#/schedules' }, '← Schedules')),
     head,
+    backfilled,
     status,
     h('h2', {}, 'Occurrences'),
     ledger,
@@ -349,6 +357,7 @@ async function schedulePage(ctx: PageContext, id: string): Promise<void> {
       ),
       actions(s, status, refresh),
       editForm(s, status, refresh),
+      canBackfill ? backfillForm(s, backfilled, refresh) : null,
       h('h2', {}, `Next fire times (${s.timeZone}, then UTC)`),
       s.paused
         ? notice('Paused: nothing fires until it is resumed.')
@@ -369,7 +378,7 @@ async function schedulePage(ctx: PageContext, id: string): Promise<void> {
             inZone(o.fireAt, s.timeZone),
             utc(o.fireAt),
             badge(v.text, v.tone),
-            o.source === 'trigger' ? '—' : duration(o.lateMs),
+            o.source === 'schedule' ? duration(o.lateMs) : '—',
             o.source,
             o.jobId === null ? '—' : h('a', { href: `#/jobs/${o.jobId}` }, `#${o.jobId}`),
             o.reason ?? '',
@@ -479,4 +488,129 @@ function editForm(s: Schedule, status: HTMLElement, refresh: () => Promise<void>
       ),
     ),
   );
+}
+
+/** An instant as RFC 3339 in UTC to the minute: what the backfill form starts with. */
+function minuteIso(ms: number): string {
+  return `${new Date(Math.floor(ms / 60_000) * 60_000).toISOString().slice(0, 16)}:00Z`;
+}
+
+/**
+ * Backfill a past range: a dry run first, whose counts the confirmation states ("this creates N
+ * occurrences, M already exist"), then the backfill, and its result in `out`. The range is RFC 3339
+ * text, so any offset can be typed; it starts as the last 24 hours. Values are read from the
+ * submitted form, as in editForm, so live updates never lose what is being typed.
+ */
+function backfillForm(s: Schedule, out: HTMLElement, refresh: () => Promise<void>): HTMLElement {
+  const now = Date.now();
+  const input = (name: string, label: string, value: string) =>
+    field(
+      `backfill-${name}`,
+      label,
+      h('input', {
+        id: `backfill-${name}`,
+        name,
+        value,
+        required: true,
+        autocomplete: 'off',
+        spellcheck: 'false',
+        'aria-describedby': 'backfill-hint',
+      }),
+    );
+  const submit = h('button', { type: 'submit' }, 'Count and backfill…');
+  return h(
+    'details',
+    { class: 'edit' },
+    h('summary', {}, 'Backfill a past range'),
+    h(
+      'form',
+      {
+        class: 'card-form',
+        'aria-label': `Backfill ${s.name}`,
+        onsubmit: (event: Event) => {
+          event.preventDefault();
+          const data = new FormData(event.target as HTMLFormElement);
+          const text = (key: string): string => {
+            const value = data.get(key);
+            return typeof value === 'string' ? value.trim() : '';
+          };
+          const range = { from: text('from'), to: text('to') };
+          submit.disabled = true;
+          show(out, notice('Counting the fire times in the range…'));
+          void runBackfill(s, range, out, refresh).finally(() => {
+            submit.disabled = false;
+          });
+        },
+      },
+      h(
+        'p',
+        { id: 'backfill-hint' },
+        `Each fire time of this schedule in [from, to) without an occurrence is enqueued now, as the scheduler would have (its spec, zone ${s.timeZone} and DST rules); those that have one stay as they are. RFC 3339 with an offset; to is not after now; at most 10,000 fire times.`,
+      ),
+      h(
+        'div',
+        { class: 'grid-fields' },
+        input('from', 'From', minuteIso(now - 86_400_000)),
+        input('to', 'To (excluded)', minuteIso(now)),
+      ),
+      h('div', { class: 'actions' }, submit),
+    ),
+  );
+}
+
+function plural(n: number, one: string, many = `${one}s`): string {
+  return `${n} ${n === 1 ? one : many}`;
+}
+
+async function runBackfill(
+  s: Schedule,
+  range: { from: string; to: string },
+  out: HTMLElement,
+  refresh: () => Promise<void>,
+): Promise<void> {
+  const path = `/v1/schedules/${s.id}/backfill`;
+  try {
+    const dry = await post<Backfill>(path, { ...range, dryRun: true });
+    if (dry.fireTimes === 0) {
+      show(out, notice(`No fire time of ${s.name} falls in that range: nothing to backfill.`));
+      return;
+    }
+    const e = dry.existingByState;
+    const present =
+      dry.existing === 0
+        ? 'none already exist'
+        : `${dry.existing} already exist (${e.enqueued} enqueued, ${e.skipped} skipped, ${e.missed} missed) and stay as they are`;
+    const span = `${inZone(dry.firstFireAt, s.timeZone)} to ${inZone(dry.lastFireAt, s.timeZone)}`;
+    if (dry.created === 0) {
+      show(
+        out,
+        notice(
+          `Nothing to backfill: all ${plural(dry.fireTimes, 'fire time')} (${span}) already have an occurrence.`,
+          'ok',
+        ),
+      );
+      return;
+    }
+    const yes = await confirmAction(
+      `Backfill ${s.name}?`,
+      `This creates ${plural(dry.created, 'occurrence')}, each enqueued as a job now; ${present}. ${plural(dry.fireTimes, 'fire time')} from ${span}.`,
+      `Create ${plural(dry.created, 'occurrence')}`,
+    );
+    if (!yes) {
+      show(out, notice('Backfill not started.'));
+      return;
+    }
+    show(out, notice(`Backfilling ${plural(dry.created, 'occurrence')}…`));
+    const done = await post<Backfill>(path, range);
+    show(
+      out,
+      notice(
+        `Backfilled ${s.name}: ${plural(done.created, 'occurrence')} created, ${done.existing} already there.`,
+        'ok',
+      ),
+    );
+    await refresh();
+  } catch (error) {
+    show(out, notice(`Not backfilled: ${errorText(error)}`, 'error'));
+  }
 }

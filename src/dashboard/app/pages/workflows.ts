@@ -2,19 +2,27 @@
 /**
  * Workflows: the newest first, filtered by state (and tenant, for an admin), or one opened by id; a
  * workflow's state, node counts per state, failed nodes with their errors; cancel and resume; a
- * graph with a legend and nodes linked to their jobs, and the critical path as a timeline, for
- * workflows of up to GRAPH_MAX nodes; every node's times in a list paged by key, so a workflow of
- * 100,000 nodes costs one page of them (beyond GRAPH_MAX the graph is drawn for that page only).
+ * graph with a legend and nodes linked to their jobs, for workflows of up to GRAPH_MAX nodes; a
+ * timeline (Gantt) of the nodes with the critical path highlighted; every node's times in a list
+ * paged by key, so a workflow of 100,000 nodes costs one page of them (beyond GRAPH_MAX the graph and
+ * the timeline are drawn for that page only, the timeline with the critical path added).
  */
 import { ApiError, get, post, query } from '../api.ts';
 import { confirmAction } from '../confirm.ts';
 import { badge, h, notice, show, table, update } from '../dom.ts';
 import { ago, duration, local, utc } from '../format.ts';
 import { GRAPH_MAX, NODE_STATES, nodeLegend, nodeState, workflowGraph } from '../graph.ts';
-import { criticalPath, timeline } from '../timeline.ts';
+import { gantt, timelineLegend } from '../timeline.ts';
 import { choice, filterForm, tenantChoice } from '../filters.ts';
 import { errorText, missingRoutes, poll, type PageContext } from '../page.ts';
-import type { Page, WorkflowNode, WorkflowStatus, WorkflowSummary } from '../types.ts';
+import type {
+  Page,
+  TimelineNode,
+  WorkflowNode,
+  WorkflowStatus,
+  WorkflowSummary,
+  WorkflowTimeline,
+} from '../types.ts';
 
 const ROUTES = ['GET /v1/workflows', 'GET /v1/workflows/{id}', 'GET /v1/workflows/{id}/nodes'];
 const POLL_MS = 3000;
@@ -23,6 +31,10 @@ const NODE_PAGE = 1000;
 const NODE_LIST = 100;
 const LIST_PAGE = 50;
 const STATES = ['running', 'succeeded', 'failed', 'cancelled'];
+/** Nodes of the critical path drawn on the timeline: the ones nearest its end. */
+const PATH_DRAWN = 200;
+/** A selection's keys in one timeline URL: well inside the server's 16 KB request line. */
+const KEYS_URL_MAX = 8_000;
 
 const TONE: Record<string, string> = { running: 'info', succeeded: 'ok', failed: 'bad', cancelled: 'muted' };
 
@@ -219,7 +231,9 @@ async function workflowPage(ctx: PageContext, id: string): Promise<void> {
       `/v1/workflows/${encodeURIComponent(id)}/nodes${query({ state: nodeFilter, after: nodeAfter, limit: NODE_LIST })}`,
       ctx.signal,
     );
-    const path = drawable ? criticalPath(all, now) : [];
+    const timeline = ctx.session.routes.has('GET /v1/workflows/{id}/timeline')
+      ? await timelineOf(ctx, id, drawable, nodeFilter, nodeAfter, listed.items)
+      : null;
     const unfinished =
       wf.nodeCount -
       (wf.nodes.succeeded ?? 0) -
@@ -323,7 +337,7 @@ async function workflowPage(ctx: PageContext, id: string): Promise<void> {
             ),
             listed.items.length === 0 ? null : workflowGraph(listed.items),
           ],
-      path.length === 0 ? null : [h('h2', {}, 'Critical path'), timeline(path, now)],
+      timeline === null ? null : timelineSection(timeline, drawable, now),
       h('h2', { id: 'node-list-h' }, 'Nodes'),
       h('div', { class: 'filters' }, h('label', { for: 'node-state' }, 'Node state'), stateFilter),
       listed.items.length === 0 ? notice('No nodes match.') : nodeTable(listed.items, now),
@@ -343,4 +357,74 @@ async function workflowPage(ctx: PageContext, id: string): Promise<void> {
   };
   poll(ctx, POLL_MS, status, refresh);
   await Promise.resolve();
+}
+
+/**
+ * The timeline's nodes: the whole workflow when it is drawable, else the critical path's last
+ * PATH_DRAWN nodes and the page the node list shows (the same page by key, or its nodes by key
+ * when the list is filtered by state).
+ */
+async function timelineOf(
+  ctx: PageContext,
+  id: string,
+  drawable: boolean,
+  nodeFilter: string,
+  nodeAfter: string,
+  listed: WorkflowNode[],
+): Promise<{ timeline: WorkflowTimeline; nodes: TimelineNode[] }> {
+  const base = `/v1/workflows/${encodeURIComponent(id)}/timeline`;
+  let q: string;
+  if (drawable) q = query({ limit: GRAPH_MAX, pathLimit: PATH_DRAWN });
+  else if (nodeFilter === '') q = query({ after: nodeAfter, limit: NODE_LIST, pathLimit: PATH_DRAWN });
+  else {
+    const params = new URLSearchParams({ pathLimit: String(PATH_DRAWN), limit: '0' });
+    for (const n of listed) {
+      params.append('key', n.key);
+      if (params.toString().length > KEYS_URL_MAX) {
+        params.delete('key', n.key);
+        break;
+      }
+    }
+    q = `?${params.toString()}`;
+  }
+  const timeline = await get<WorkflowTimeline>(`${base}${q}`, ctx.signal);
+  const byKey = new Map<string, TimelineNode>();
+  for (const n of [...timeline.criticalPath, ...timeline.items]) byKey.set(n.key, n);
+  return { timeline, nodes: [...byKey.values()] };
+}
+
+function timelineSection(
+  t: { timeline: WorkflowTimeline; nodes: TimelineNode[] },
+  drawable: boolean,
+  now: number,
+): (HTMLElement | null)[] {
+  const path = t.timeline.criticalPath;
+  const first = path[0];
+  const last = path.at(-1);
+  const took =
+    first === undefined || last === undefined
+      ? null
+      : Date.parse(last.finishedAt ?? new Date(now).toISOString()) -
+        Date.parse(first.releasedAt ?? first.startedAt ?? t.timeline.startedAt);
+  return [
+    h('h2', { id: 'timeline-h' }, 'Timeline'),
+    timelineLegend(),
+    path.length === 0
+      ? notice('No node has finished yet: the critical path starts with the first one.')
+      : h(
+          'p',
+          { class: 'critical-path' },
+          h('strong', {}, 'Critical path: '),
+          `${t.timeline.criticalPathComplete ? '' : '… → '}${path.map((n) => n.key).join(' → ')}`,
+          ` (${path.length} node${path.length === 1 ? '' : 's'}${took === null ? '' : `, ${duration(took)}`}${t.timeline.state === 'running' ? ', so far' : ''})`,
+        ),
+    drawable
+      ? null
+      : notice(
+          `Drawn: the critical path's last ${Math.min(PATH_DRAWN, path.length)} nodes and the nodes listed below.`,
+        ),
+    t.nodes.some((n) => n.startedAt !== null || n.releasedAt !== null)
+      ? gantt(t.nodes, now)
+      : notice('None of these nodes has been released yet: their dependencies have not finished.'),
+  ];
 }
