@@ -92,8 +92,9 @@ export async function workflowTimelineCriticalPath(
 ): Promise<{ rows: TimelineRow[]; complete: boolean }> {
   const { rows } = await q.query<TimelineRow & { depth: number; parent_id: string | null }>({
     name: 'workflowTimelineCriticalPath',
-    // The failed candidates come from the partial (workflow_id, state, key) index, which leaves out
-    // pending and succeeded nodes; the succeeded one is the workflow row's last_succeeded_node.
+    // The succeeded candidate is the workflow row's last_succeeded_node. Failed ones are looked for
+    // only when the row counts any: no index has a node's state (migration 0025), so that read goes
+    // through every node of the workflow.
     text: `WITH RECURSIVE last AS (
              SELECT c.id FROM (
                SELECT n.id, n.finished_at FROM workflows w JOIN workflow_nodes n ON n.id = w.last_succeeded_node
@@ -101,6 +102,7 @@ export async function workflowTimelineCriticalPath(
                UNION ALL
                (SELECT n.id, n.finished_at FROM workflow_nodes n
                  WHERE n.workflow_id = $1 AND n.state = 'failed'
+                   AND (SELECT w.failed_nodes FROM workflows w WHERE w.id = $1) > 0
                  ORDER BY n.finished_at DESC NULLS LAST LIMIT 1)
              ) c
              ORDER BY c.finished_at DESC NULLS LAST LIMIT 1
