@@ -62,11 +62,11 @@ test('tabs with counts, kind filter, paging past 100, bulk actions confirmed wit
     const tabs = page.getByRole('navigation', { name: 'Job states' });
     await tabs.getByRole('link', { name: 'available 105' }).waitFor();
     const rows = page.getByRole('table', { name: 'Jobs, newest first' }).getByRole('row');
-    await page.getByRole('link', { name: 'Older 100 jobs →' }).waitFor();
+    await page.getByRole('link', { name: 'Older 100 jobs →' }).first().waitFor();
     assert.equal(await rows.count(), 101);
     await screenshot(page, 'jobs-list');
-    await page.getByRole('link', { name: 'Older 100 jobs →' }).click();
-    await page.getByRole('link', { name: '← Newest jobs' }).waitFor();
+    await page.getByRole('link', { name: 'Older 100 jobs →' }).first().click();
+    await page.getByRole('link', { name: '← Newest jobs' }).first().waitFor();
     assert.equal(await rows.count(), 6);
 
     // The queue picker offers the server's queues; the kind filter narrows the list.

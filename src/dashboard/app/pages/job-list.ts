@@ -15,7 +15,7 @@ import { h, notice, show, table, update } from '../dom.ts';
 import { fieldErrorsClear, fieldErrorsShow, type FieldProblem } from '../fields.ts';
 import { ago, local } from '../format.ts';
 import { tenantChoice } from '../filters.ts';
-import { errorText, poll, type PageContext } from '../page.ts';
+import { errorText, focusIfLost, poll, type PageContext } from '../page.ts';
 import { parseMetrics, samplesNamed } from '../prom.ts';
 import { JOB_STATES, type Job } from '../types.ts';
 import { cancelButton, jobPage, progressCell, runTime, stateBadge } from './jobs.ts';
@@ -166,6 +166,7 @@ async function jobListPage(ctx: PageContext): Promise<void> {
       } catch (error) {
         show(status, notice(errorText(error), 'error'));
       }
+      focusIfLost(status);
     });
   };
 
@@ -261,8 +262,23 @@ async function jobListPage(ctx: PageContext): Promise<void> {
         drawBulk();
       },
     });
+    // Above the table too: from the filter, the older page is a few Tabs away, not 300.
+    const pager = (where: string): HTMLElement =>
+      h(
+        'p',
+        { class: 'pager', 'data-key': `pager-${where}` },
+        f.before === '' ? null : h('a', { href: link({ before: '' }) }, '← Newest jobs'),
+        page.next === null
+          ? null
+          : h(
+              'a',
+              { href: link({ before: String(page.next) }) },
+              page.cutShort ? 'Search older jobs →' : `Older ${PAGE} jobs →`,
+            ),
+      );
     update(
       list,
+      items.length === 0 ? null : pager('top'),
       items.length === 0
         ? notice(f.before === '' ? 'No jobs match.' : 'No older jobs match.')
         : table(
@@ -301,18 +317,7 @@ async function jobListPage(ctx: PageContext): Promise<void> {
             `This page stopped after reading ${SCAN.toLocaleString()} jobs${page.next === null ? '' : ` (down to #${page.next})`}, with ${jobsWord(items.length)} matching: kind and payload are searched ${SCAN.toLocaleString()} jobs at a time. Older jobs are not searched yet.`,
           )
         : null,
-      h(
-        'p',
-        { class: 'pager' },
-        f.before === '' ? null : h('a', { href: link({ before: '' }) }, '← Newest jobs'),
-        page.next === null
-          ? null
-          : h(
-              'a',
-              { href: link({ before: String(page.next) }) },
-              page.cutShort ? 'Search older jobs →' : `Older ${PAGE} jobs →`,
-            ),
-      ),
+      pager('bottom'),
     );
     const head = list.querySelector('thead th');
     if (head !== null) update(head, all);
