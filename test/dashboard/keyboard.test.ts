@@ -216,3 +216,296 @@ test('dead letter: open a stack trace, select with Space, re-run the selection c
     await page.getByText('No dead jobs in queue kb-dead.').waitFor();
   });
 });
+
+test('workers: from a worker’s running job to its page, and from a queue to its jobs', async () => {
+  const id = await enqueue('kb-mail', 'send');
+  await workerRegister(api.db.pool, {
+    id: 'kb-worker',
+    host: 'host-k',
+    pid: 99,
+    version: '0.1.0',
+    queues: [{ name: 'kb-mail', concurrency: 2, running: 1 }],
+    heartbeatMs: 5000,
+  });
+  await ok('POST', '/v1/workers/claim', { worker: 'kb-worker', queues: ['kb-mail'], limit: 1 });
+  await ok('PATCH', '/v1/queues/kb-mail', { maxRunning: 3 });
+
+  await withPage('#/workers', async ({ page }) => {
+    await page.getByRole('heading', { name: 'Workers', level: 1 }).waitFor();
+    await tabTo(page, page.getByRole('link', { name: `#${id} send` }));
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: `Job #${id} running` }).waitFor();
+    await page.goBack();
+    await page.getByRole('heading', { name: 'Workers', level: 1 }).waitFor();
+    await tabTo(page, page.getByRole('table', { name: 'Queues' }).getByRole('link', { name: 'kb-mail' }));
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: 'Jobs', level: 1 }).waitFor();
+    assert.equal(await page.getByLabel('Queue').inputValue(), 'kb-mail');
+  });
+});
+
+test('queues: pause and resume confirmed, edit the limits in a dialog that keeps and returns the focus, a bad value named at its field', async () => {
+  await ok('PATCH', '/v1/queues/kb-q', { maxRunning: 2 });
+  const queue = async () =>
+    (
+      await api.db.pool.query<{ paused: boolean; max_attempts: number; backoff_max_ms: number }>(
+        'SELECT paused_at IS NOT NULL AS paused, max_attempts, backoff_max_ms FROM queues WHERE name = $1',
+        ['kb-q'],
+      )
+    ).rows[0];
+
+  const t = await openPage();
+  try {
+    const { page } = t;
+    await signInByKeyboard(page, api.url, api.tokens.admin, '#/workers');
+    const queues = page.getByRole('table', { name: 'Queues' });
+    const pause = queues.getByRole('button', { name: 'Pause queue kb-q' });
+    await tabTo(page, pause);
+    await page.keyboard.press('Enter');
+    const pauseDialog = page.getByRole('dialog', { name: 'Pause queue kb-q?' });
+    await pauseDialog.waitFor();
+    await assertTrapsFocus(page, pauseDialog);
+    await page.keyboard.press('Tab');
+    await page.keyboard.press('Enter');
+    await page.getByText('Queue kb-q paused.').waitFor();
+    assert.equal((await queue())?.paused, true);
+    // The same button, now Resume, keeps the focus.
+    await queues.getByRole('button', { name: 'Resume queue kb-q' }).waitFor();
+    assert.equal(await focusedText(page), 'Resume queue kb-q');
+    await page.keyboard.press('Enter');
+    await page.getByRole('dialog', { name: 'Resume queue kb-q?' }).waitFor();
+    await page.keyboard.press('Tab');
+    await page.keyboard.press('Enter');
+    await page.getByText('Queue kb-q resumed.').waitFor();
+    assert.equal((await queue())?.paused, false);
+
+    // The editor: Escape closes it unchanged and gives the focus back to Edit.
+    const edit = queues.getByRole('button', { name: 'Edit queue kb-q' });
+    await tabTo(page, edit);
+    await page.keyboard.press('Enter');
+    const editor = page.getByRole('dialog', { name: 'Edit queue kb-q' });
+    await editor.waitFor();
+    assert.equal(await page.evaluate(() => document.activeElement?.id), 'queue-maxRunning');
+    await assertTrapsFocus(page, editor);
+    await page.keyboard.press('Escape');
+    await editor.waitFor({ state: 'detached' });
+    assert.equal(await focusedText(page), 'Edit queue kb-q');
+
+    // A change: Tab to the fields, type, Enter reviews, the confirmation applies it.
+    await page.keyboard.press('Enter');
+    await editor.waitFor();
+    await tabTo(page, editor.getByLabel('Max attempts'));
+    await page.keyboard.press('Control+A');
+    await page.keyboard.type('9');
+    await tabTo(page, editor.getByLabel('Backoff max (ms)'));
+    await page.keyboard.press('Control+A');
+    await page.keyboard.type('0');
+    await page.keyboard.press('Enter');
+    const confirm = page.getByRole('dialog', { name: 'Change queue kb-q?' });
+    await confirm.getByText('backoffMaxMs: 3600000 ms (1 h 0 min) → 0 ms').waitFor();
+    await page.keyboard.press('Tab');
+    await page.keyboard.press('Enter');
+    // backoffMaxMs below backoffBaseMs: refused under its field, which gets the focus.
+    await editor.locator('#queue-backoffMaxMs-error').waitFor();
+    assert.equal(await page.evaluate(() => document.activeElement?.id), 'queue-backoffMaxMs');
+    assert.equal(
+      await editor.locator('#queue-backoffMaxMs-error').innerText(),
+      'must be at least backoffBaseMs (1000)',
+    );
+    assert.deepEqual(await queue(), { paused: false, max_attempts: 4, backoff_max_ms: 3_600_000 });
+    await page.keyboard.press('Control+A');
+    await page.keyboard.type('60000');
+    await page.keyboard.press('Enter');
+    await confirm.waitFor();
+    await page.keyboard.press('Tab');
+    await page.keyboard.press('Enter');
+    await page.getByText(/^Queue kb-q changed: maxAttempts 4 → 9; backoffMaxMs/).waitFor();
+    await editor.waitFor({ state: 'detached' });
+    assert.equal(await focusedText(page), 'Edit queue kb-q');
+    assert.deepEqual(await queue(), { paused: false, max_attempts: 9, backoff_max_ms: 60_000 });
+    await screenshot(page, 'keyboard-queues');
+  } finally {
+    await t.close();
+  }
+  assert.deepEqual(
+    t.problems.filter((p) => !(p.url.endsWith('/v1/queues/kb-q') && p.text.includes('400'))),
+    [],
+  );
+});
+
+test('schedules: create, pause, resume, trigger, pick a tenant, open one, edit and delete it confirmed', async () => {
+  const schedule = async () =>
+    (
+      await api.db.pool.query<{ id: string; paused: boolean; spec: string }>(
+        'SELECT id, paused, spec FROM schedules WHERE name = $1',
+        ['kb-nightly'],
+      )
+    ).rows[0];
+
+  await withPage('#/schedules', async ({ page }) => {
+    await page.getByRole('heading', { name: 'Schedules', level: 1 }).waitFor();
+    await tabTo(page, page.getByLabel('Name'));
+    await page.keyboard.type('kb-nightly');
+    await page.keyboard.press('Tab');
+    await page.keyboard.type('every day at 3am');
+    await tabTo(page, page.getByLabel('Handler'));
+    await page.keyboard.type('report');
+    await page.keyboard.press('Enter');
+    await page.getByRole('region', { name: 'Created schedule' }).waitFor();
+    const created = await schedule();
+    assert.ok(created !== undefined);
+    assert.equal(created.paused, false);
+
+    const pause = page.getByRole('button', { name: 'Pause kb-nightly' });
+    await tabTo(page, pause);
+    await page.keyboard.press('Enter');
+    await page.getByText('Paused kb-nightly').waitFor();
+    assert.equal((await schedule())?.paused, true);
+    // The toggle keeps the focus as Resume.
+    await page.getByRole('button', { name: 'Resume kb-nightly' }).waitFor();
+    assert.equal(await focusedText(page), 'Resume kb-nightly');
+    await page.keyboard.press('Enter');
+    await page.getByText('Resumed kb-nightly').waitFor();
+    assert.equal((await schedule())?.paused, false);
+
+    await tabTo(page, page.getByRole('button', { name: 'Trigger kb-nightly now' }));
+    await page.keyboard.press('Enter');
+    await page.getByText('Triggered kb-nightly').waitFor();
+    const { rows: triggered } = await api.db.pool.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM occurrences WHERE schedule_id = $1 AND source = 'trigger' AND job_id IS NOT NULL`,
+      [created.id],
+    );
+    assert.equal(triggered[0]?.n, 1);
+
+    // The tenant picker applies with its button, so arrowing through it goes nowhere by itself.
+    await tabTo(page, page.getByLabel('Tenant', { exact: true }), { back: true });
+    await page.keyboard.press('ArrowDown');
+    assert.doesNotMatch(page.url(), /tenant=/);
+    await page.keyboard.press('Tab');
+    await page.keyboard.press('Enter');
+    await page.waitForURL(/#\/schedules\?tenant=acme$/);
+    await page.getByText('No schedules yet.').waitFor();
+    await tabTo(page, page.getByLabel('Tenant', { exact: true }));
+    await page.keyboard.press('ArrowUp');
+    await page.keyboard.press('Tab');
+    await page.keyboard.press('Enter');
+    await page.waitForURL(/#\/schedules\?tenant=default$/);
+
+    await tabTo(page, page.getByRole('link', { name: 'kb-nightly' }));
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: 'kb-nightly active' }).waitFor();
+
+    // Edit: the disclosure opens with Enter, Enter in a field saves.
+    await tabTo(page, page.getByText('Edit or delete'));
+    await page.keyboard.press('Enter');
+    const form = page.getByRole('form', { name: 'Edit kb-nightly' });
+    await tabTo(page, form.getByLabel('When'));
+    await page.keyboard.press('Control+A');
+    await page.keyboard.type('0 4 * * *');
+    await page.keyboard.press('Enter');
+    await page.getByText(/^Saved kb-nightly \(version \d+\)/).waitFor();
+    assert.equal((await schedule())?.spec, '0 4 * * *');
+
+    await tabTo(page, form.getByRole('button', { name: 'Delete schedule' }));
+    await page.keyboard.press('Enter');
+    const dialog = page.getByRole('dialog', { name: 'Delete schedule kb-nightly?' });
+    await dialog.waitFor();
+    await assertTrapsFocus(page, dialog);
+    await page.keyboard.press('Escape');
+    await dialog.waitFor({ state: 'detached' });
+    assert.equal(await focusedText(page), 'Delete schedule');
+    assert.ok((await schedule()) !== undefined);
+    await page.keyboard.press('Enter');
+    await dialog.waitFor();
+    await page.keyboard.press('Tab');
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: 'Schedules', level: 1 }).waitFor();
+    assert.equal(await schedule(), undefined);
+    await screenshot(page, 'keyboard-schedules');
+  });
+});
+
+test('workflows: filter, open from the list and by id, cancel confirmed, resume, nodes by state, a graph node to its job', async () => {
+  await ok('POST', '/v1/workflows', {
+    id: 'kb-etl',
+    name: 'kb ETL',
+    nodes: [
+      { id: 'extract', queue: 'kb-wf', kind: 'extract' },
+      { id: 'load', queue: 'kb-wf', kind: 'load', dependsOn: ['extract'] },
+    ],
+  });
+  const { jobs } = await ok<{ jobs: { id: number; attempt: number }[] }>('POST', '/v1/workers/claim', {
+    worker: 'w',
+    queues: ['kb-wf'],
+    limit: 1,
+  });
+  const extract = jobs[0];
+  assert.ok(extract !== undefined);
+  await ok('POST', `/v1/jobs/${extract.id}/complete`, { worker: 'w', attempt: extract.attempt });
+  await ok('POST', '/v1/workflows', { id: 'kb-other', nodes: [{ id: 'only', queue: 'kb-wf2', kind: 'k' }] });
+  const workflowState = async (id: string) =>
+    (await api.db.pool.query<{ state: string }>('SELECT state FROM workflows WHERE id = $1', [id])).rows[0]
+      ?.state;
+
+  await withPage('#/workflows', async ({ page }) => {
+    await page.getByRole('heading', { name: 'Workflows', level: 1 }).waitFor();
+    // The state filter: arrows choose, Enter applies.
+    await tabTo(page, page.getByLabel('State'));
+    await page.keyboard.press('ArrowDown');
+    await tabTo(page, page.getByRole('button', { name: 'Filter' }));
+    await page.keyboard.press('Enter');
+    await page.waitForURL(/state=running/);
+    await tabTo(page, page.getByRole('link', { name: 'kb ETL' }));
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: 'kb ETL running' }).waitFor();
+
+    await tabTo(page, page.getByRole('button', { name: 'Cancel workflow' }));
+    await page.keyboard.press('Enter');
+    const dialog = page.getByRole('dialog', { name: 'Cancel workflow kb ETL?' });
+    await dialog.waitFor();
+    await assertTrapsFocus(page, dialog);
+    await page.keyboard.press('Tab');
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: 'kb ETL cancelled' }).waitFor();
+    assert.equal(await workflowState('kb-etl'), 'cancelled');
+    assert.notEqual(await page.evaluate(() => document.activeElement?.tagName), 'BODY');
+    await tabTo(page, page.getByRole('button', { name: 'Resume workflow' }), { max: 5 });
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: 'kb ETL running' }).waitFor();
+    assert.equal(await workflowState('kb-etl'), 'running');
+    assert.notEqual(await page.evaluate(() => document.activeElement?.tagName), 'BODY');
+
+    // Nodes of one state, from the counts and from the node-state select.
+    await tabTo(
+      page,
+      page.getByRole('table', { name: 'Nodes per state' }).getByRole('link', { name: 'succeeded' }),
+    );
+    await page.keyboard.press('Enter');
+    await page.waitForURL(/nstate=succeeded/);
+    const nodes = page.getByRole('table', { name: 'Nodes with their times' });
+    await nodes.getByRole('row').filter({ hasText: 'extract' }).waitFor();
+    await tabTo(page, page.getByLabel('Node state', { exact: true }));
+    await page.keyboard.press('Home');
+    assert.doesNotMatch(page.url(), /nstate=$/);
+    await page.keyboard.press('Tab');
+    await page.keyboard.press('Enter');
+    await page.waitForURL(/kb-etl\?nstate=$|kb-etl$/);
+    await nodes.getByRole('row').filter({ hasText: 'load' }).waitFor();
+
+    // A node of the graph opens its job.
+    const node = page.getByRole('link', { name: `extract: succeeded, job ${extract.id}` });
+    await tabTo(page, node, { back: true });
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: `Job #${extract.id} succeeded` }).waitFor();
+
+    // Open one by id from the list page.
+    await tabTo(page, page.getByRole('link', { name: 'Workflows', exact: true }), { back: true });
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: 'Workflows', level: 1 }).waitFor();
+    await tabTo(page, page.getByLabel('Workflow id'));
+    await page.keyboard.type('kb-other');
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: 'kb-other running' }).waitFor();
+    await screenshot(page, 'keyboard-workflows');
+  });
+});
