@@ -160,6 +160,11 @@ test('jobs: filter, state tabs, select with Space, bulk retry and discard confir
     await page.keyboard.press('Enter');
     await page.getByRole('link', { name: '← Newest jobs' }).first().waitFor();
     assert.equal(await rows.count(), 2);
+    // Select every job shown, with Space.
+    await tabTo(page, page.getByLabel('Select every job shown'));
+    await page.keyboard.press('Space');
+    await page.getByText('1 selected').waitFor();
+    await page.getByRole('button', { name: 'Cancel selected (1)' }).waitFor();
     await screenshot(page, 'keyboard-jobs');
   });
 });

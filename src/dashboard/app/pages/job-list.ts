@@ -263,19 +263,21 @@ async function jobListPage(ctx: PageContext): Promise<void> {
       },
     });
     // Above the table too: from the filter, the older page is a few Tabs away, not 300.
-    const pager = (where: string): HTMLElement =>
-      h(
-        'p',
-        { class: 'pager', 'data-key': `pager-${where}` },
-        f.before === '' ? null : h('a', { href: link({ before: '' }) }, '← Newest jobs'),
-        page.next === null
-          ? null
-          : h(
-              'a',
-              { href: link({ before: String(page.next) }) },
-              page.cutShort ? 'Search older jobs →' : `Older ${PAGE} jobs →`,
-            ),
-      );
+    const pager = (where: string): HTMLElement | null =>
+      f.before === '' && page.next === null
+        ? null
+        : h(
+            'p',
+            { class: 'pager', 'data-key': `pager-${where}` },
+            f.before === '' ? null : h('a', { href: link({ before: '' }) }, '← Newest jobs'),
+            page.next === null
+              ? null
+              : h(
+                  'a',
+                  { href: link({ before: String(page.next) }) },
+                  page.cutShort ? 'Search older jobs →' : `Older ${PAGE} jobs →`,
+                ),
+          );
     update(
       list,
       items.length === 0 ? null : pager('top'),
