@@ -34,9 +34,9 @@ export interface JobSearchPage {
 
 /**
  * Most jobs one page of a kind or payload search reads. Neither has an index: a GIN index on payload
- * would cost every enqueue (jsonb_path_ops: +35–45% WAL per enqueued job here, jsonb_ops about 3×), so the
- * search filters the index-driven page (newest first, by state, tenant, queue, cursor) and stops
- * after this many rows: 2.5–5 ms for 10,000 jobs of 200-byte payloads, 7–19 ms for 20,000.
+ * would cost every enqueue (jsonb_path_ops: +35–45% WAL per enqueued job here; jsonb_ops about 3×),
+ * so the search filters the index-driven page (newest first, by state, tenant, queue, cursor) and
+ * stops after this many rows: 2.5–5 ms for 10,000 jobs of 200-byte payloads, 7–19 ms for 20,000.
  */
 export const JOB_SCAN_LIMIT = 10_000;
 
