@@ -63,6 +63,8 @@ export {
   type Job,
   type JobAttempt,
   type JobListOptions,
+  type JobSearchOptions,
+  type JobSearchResult,
   type JobState,
   type JobWithAttempts,
 } from './worker/job-client.ts';

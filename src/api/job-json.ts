@@ -1,6 +1,7 @@
 /** The JSON shape of a job (and its attempts) in every API response. */
 import { Type, type Static } from '@sinclair/typebox';
 import type { JobAttemptRow } from '../store/job-attempts.ts';
+import { JOB_SCAN_LIMIT, type JobSearchPage } from '../store/job-search.ts';
 import type { JobRow } from '../store/jobs.ts';
 
 const DateTime = Type.String({ format: 'date-time' });
@@ -34,10 +35,16 @@ export const JobSchema = Type.Object({
 });
 
 /** One page of jobs, newest first; `next` is the id to pass as `before` for the page after. */
-export const JobPage = Type.Object({ items: Type.Array(JobSchema), next: NullableInt });
+export const JobPage = Type.Object({
+  items: Type.Array(JobSchema),
+  next: NullableInt,
+  cutShort: Type.Boolean({
+    description: `true: a kind or payload filter read ${JOB_SCAN_LIMIT.toLocaleString('en')} jobs without filling the page; \`next\` goes on below the last one read`,
+  }),
+});
 
-export function jobPage(rows: JobRow[], limit: number): Static<typeof JobPage> {
-  return { items: rows.map(jobJson), next: rows.length === limit ? (rows.at(-1)?.id ?? null) : null };
+export function jobPage(page: JobSearchPage): Static<typeof JobPage> {
+  return { items: page.rows.map(jobJson), next: page.next, cutShort: page.cutShort };
 }
 
 export const AttemptSchema = Type.Object({

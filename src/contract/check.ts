@@ -25,8 +25,35 @@ SetErrorFunction((e) => {
     return dateTimeProblem(e.value) ?? DefaultErrorFunction(e);
   if (e.errorType === ValueErrorType.Integer && typeof e.value === 'string')
     return `must be an integer in canonical decimal (digits, an optional leading -, no leading zeros), got ${JSON.stringify(e.value.slice(0, 40))}`;
+  if (e.errorType === ValueErrorType.Union) return unionProblem(e.schema, e.value) ?? DefaultErrorFunction(e);
   return DefaultErrorFunction(e);
 });
+
+/** A scalar alternative in words: `an integer from 1 to 2147483647`, `null`, `"dead"`. */
+function alternative(schema: TSchema): string | undefined {
+  if (schema[Kind] === 'Null') return 'null';
+  if (schema[Kind] === 'Literal') return JSON.stringify(schema.const);
+  if (schema[Kind] === 'Integer') {
+    const { minimum, maximum } = schema as { minimum?: number; maximum?: number };
+    if (minimum !== undefined && maximum !== undefined) return `an integer from ${minimum} to ${maximum}`;
+    if (minimum !== undefined) return `an integer of at least ${minimum}`;
+    return 'an integer';
+  }
+  if (schema[Kind] === 'String') return 'a string';
+  if (schema[Kind] === 'Boolean') return 'true or false';
+  return undefined;
+}
+
+/**
+ * "Expected union value" says neither what was wrong nor what would do: a union of scalars (a
+ * nullable limit, a state name) is described by its alternatives instead.
+ */
+function unionProblem(schema: TSchema, value: unknown): string | undefined {
+  const alternatives = ((schema.anyOf as TSchema[] | undefined) ?? []).map(alternative);
+  if (alternatives.length === 0 || alternatives.some((a) => a === undefined)) return undefined;
+  const got = JSON.stringify(value)?.slice(0, 40) ?? String(value);
+  return `must be ${alternatives.join(' or ')}, got ${got}`;
+}
 
 // The first error per path is the useful one; TypeBox adds follow-on errors for unions.
 const MAX_FIELDS = 20;

@@ -1,8 +1,8 @@
 /**
  * How many jobs each state holds under a filter, for the jobs page's tabs. Each state is counted by
  * its own statement with its partial index's predicate (the open ones, dead and cancelled: 0003,
- * 0016, 0021), and every count stops at `cap`: succeeded jobs are most of the table, and "10,000+"
- * tells an operator as much as the exact figure would, without reading millions of rows.
+ * 0016, 0021), and every count stops after reading `cap` rows: succeeded jobs are most of the table,
+ * and "10,000+" tells an operator as much as the exact figure would, without reading millions of rows.
  */
 import type { JobState } from './jobs.ts';
 import type { Queryable } from './pool.ts';
@@ -27,26 +27,67 @@ export interface JobCountFilter {
   tenantId?: string;
   queue?: string;
   kind?: string;
-  /** Counts stop here: a count equal to `cap` means at least that many. */
+  /** A JSON document the payload must contain (`@>`). */
+  payload?: Record<string, unknown>;
+  /** Rows read per state at most: a count that read this many is a lower bound. */
   cap: number;
 }
 
-export async function jobCountByState(db: Queryable, f: JobCountFilter): Promise<Record<JobState, number>> {
+export interface JobCounts {
+  counts: Record<JobState, number>;
+  /** false: the state holds more rows than `cap` under the indexed filters, so its count is at least this. */
+  exact: Record<JobState, boolean>;
+}
+
+/**
+ * With a kind or payload filter, the states whose index is in id order (succeeded: the primary key;
+ * dead and cancelled: 0021) count among the newest `cap` rows of that index, every other condition
+ * checked on them, as the job list reads them (job-search.ts): a search never reads more than `cap`
+ * rows of a state. The open states' indexes hold only the work in flight; their counts read up to
+ * `cap` rows matching state, tenant and queue, as without a search.
+ */
+const SCAN_BY_ID: Partial<Record<JobState, string>> = {
+  succeeded: 'true',
+  dead: `state = 'dead'`,
+  cancelled: `state = 'cancelled'`,
+};
+
+export async function jobCountByState(db: Queryable, f: JobCountFilter): Promise<JobCounts> {
   const states = Object.keys(PREDICATE) as JobState[];
+  const search = f.kind !== undefined || f.payload !== undefined;
+  const scoped = `($1::text IS NULL OR tenant_id = $1) AND ($2::text IS NULL OR queue = $2)`;
+  const matches = `($3::text IS NULL OR kind = $3) AND ($5::jsonb IS NULL OR payload @> $5::jsonb)`;
   const counts = await Promise.all(
     states.map(async (state) => {
-      const { rows } = await db.query<{ n: number }>({
-        name: `jobCountByState:${state}`,
-        text: `SELECT count(*)::int AS n FROM (
-                 SELECT 1 FROM jobs WHERE ${PREDICATE[state]}
-                    AND ($1::text IS NULL OR tenant_id = $1) AND ($2::text IS NULL OR queue = $2)
-                    AND ($3::text IS NULL OR kind = $3)
+      const byId = search ? SCAN_BY_ID[state] : undefined;
+      const { rows } = await db.query<{ n: number; read: number }>({
+        name: `jobCountByState:${state}${byId === undefined ? '' : ':scan'}`,
+        text:
+          byId === undefined
+            ? `SELECT (count(*) FILTER (WHERE hit))::int AS n, count(*)::int AS read FROM (
+                 SELECT ${matches} AS hit FROM jobs WHERE ${PREDICATE[state]} AND ${scoped}
                   ${state === 'succeeded' ? BY_NEWEST : ''}
-                  LIMIT $4) capped`,
-        values: [f.tenantId ?? null, f.queue ?? null, f.kind ?? null, f.cap],
+                  LIMIT $4) capped`
+            : `SELECT (count(*) FILTER (WHERE ${PREDICATE[state]} AND ${scoped} AND ${matches}))::int AS n,
+                      count(*)::int AS read
+                 FROM (SELECT * FROM jobs WHERE ${byId} ${BY_NEWEST} LIMIT $4) newest`,
+        values: [
+          f.tenantId ?? null,
+          f.queue ?? null,
+          f.kind ?? null,
+          f.cap,
+          f.payload === undefined ? null : JSON.stringify(f.payload),
+        ],
       });
-      return [state, rows[0]?.n ?? 0] as const;
+      const row = rows[0] ?? { n: 0, read: 0 };
+      return [state, row] as const;
     }),
   );
-  return Object.fromEntries(counts) as Record<JobState, number>;
+  return {
+    counts: Object.fromEntries(counts.map(([state, r]) => [state, r.n])) as Record<JobState, number>,
+    exact: Object.fromEntries(counts.map(([state, r]) => [state, r.read < f.cap])) as Record<
+      JobState,
+      boolean
+    >,
+  };
 }

@@ -6,6 +6,7 @@
  * on a missing id throws JobNotFoundError.
  */
 import { jobFromClient, type EnqueueInput } from '../contract/job.ts';
+import { payloadFilterOf } from '../contract/payload-filter.ts';
 import { NotFoundError } from '../errors.ts';
 import type { InputProblem } from '../input.ts';
 import { jobAttemptListByJobs, type JobAttemptRow } from '../store/job-attempts.ts';
@@ -21,6 +22,7 @@ import {
   type JobState,
 } from '../store/jobs.ts';
 import { jobInsertMany, type JobInsert, type JobInserted } from '../store/job-insert.ts';
+import { jobSearch } from '../store/job-search.ts';
 import type { Pool, Queryable } from '../store/pool.ts';
 import { JobValidationError } from './errors.ts';
 
@@ -96,6 +98,36 @@ export interface JobListOptions {
   /** Default 100, at most 1,000. */
   limit?: number;
 }
+
+export interface JobSearchOptions {
+  queue?: string;
+  state?: JobState;
+  tenantId?: string;
+  kind?: string;
+  /**
+   * Jobs whose payload contains this JSON object (`{ customer: 42 }`), or the same written as an
+   * operator types it in the dashboard: `customer=42 region=eu`, `order.id=A-17`, `{"customer": 42}`.
+   */
+  payload?: Record<string, unknown> | string;
+  /** The page below this id: the previous page's `next`. */
+  beforeId?: number;
+  /** Default 100, at most 1,000. */
+  limit?: number;
+}
+
+export interface JobSearchResult {
+  /** Newest first. */
+  items: Job[];
+  /** Pass as `beforeId` for the next page; null when nothing is left below. */
+  next: number | null;
+  /**
+   * A kind or payload filter read its bound (10,000 jobs) before `limit` of them matched: more may
+   * match below `next`. Neither is indexed, so a search reads a bounded slice of the history a page.
+   */
+  cutShort: boolean;
+}
+
+const SEARCH_OPTIONS = new Set(['queue', 'state', 'tenantId', 'kind', 'payload', 'beforeId', 'limit']);
 
 /** An action named a job id that does not exist. */
 export class JobNotFoundError extends NotFoundError {
@@ -224,6 +256,43 @@ export class JobClient {
     if (options.beforeId !== undefined) checkId(options.beforeId, 'beforeId');
     const rows = await jobList(this.#pool, { ...options, limit: checkLimit(options.limit, 'limit', 1000) });
     return rows.map(jobOf);
+  }
+
+  /**
+   * A page of jobs, newest first, by queue, state, tenant, kind and payload. Bad options (an
+   * unknown one, a payload filter that does not parse) throw JobValidationError naming the option.
+   */
+  async search(options: JobSearchOptions = {}): Promise<JobSearchResult> {
+    for (const key of Object.keys(options)) {
+      if (!SEARCH_OPTIONS.has(key))
+        invalid(key, `unknown option (expected one of ${[...SEARCH_OPTIONS].join(', ')})`);
+    }
+    if (options.state !== undefined && !STATES.has(options.state)) {
+      invalid('state', `must be one of ${[...STATES].join(', ')}, got ${String(options.state)}`);
+    }
+    for (const name of ['queue', 'tenantId', 'kind'] as const) {
+      const v: unknown = options[name];
+      if (v !== undefined && (typeof v !== 'string' || v.length === 0 || v.length > 200)) {
+        invalid(name, 'must be a non-empty string of at most 200 characters');
+      }
+    }
+    if (options.beforeId !== undefined) checkId(options.beforeId, 'beforeId');
+    let payload: Record<string, unknown> | undefined;
+    if (options.payload !== undefined) {
+      const parsed = payloadFilterOf(options.payload);
+      if ('problem' in parsed) invalid('payload', parsed.problem);
+      payload = parsed.filter;
+    }
+    const page = await jobSearch(this.#pool, {
+      queue: options.queue,
+      state: options.state,
+      tenantId: options.tenantId,
+      kind: options.kind,
+      payload,
+      beforeId: options.beforeId,
+      limit: checkLimit(options.limit, 'limit', 1000),
+    });
+    return { items: page.rows.map(jobOf), next: page.next, cutShort: page.cutShort };
   }
 
   /**

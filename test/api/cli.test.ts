@@ -121,7 +121,12 @@ test('job add from a file in chunks with progress, ls, dlq, and errors that exit
   await writeFile(
     file,
     JSON.stringify(
-      Array.from({ length: 2500 }, (_, i) => ({ queue: 'bulk', kind: 'n', idempotencyKey: `n-${i}` })),
+      Array.from({ length: 2500 }, (_, i) => ({
+        queue: 'bulk',
+        kind: 'n',
+        idempotencyKey: `n-${i}`,
+        payload: { batch: i % 1000 },
+      })),
     ),
   );
   const bulk = await cli(['job', 'add', '--file', file]);
@@ -135,7 +140,18 @@ test('job add from a file in chunks with progress, ls, dlq, and errors that exit
   assert.equal(rows[0]?.n, 2500);
 
   const ls = await cli(['job', 'ls', '--queue', 'bulk', '--limit', '3']);
-  assert.equal(ls.stdout.trim().split('\n').length, 4, ls.stdout);
+  const lines = ls.stdout.trim().split('\n');
+  assert.equal(lines.length, 5, ls.stdout);
+  assert.match(lines[4] ?? '', /^next page: tidemark job ls --queue bulk --limit 3 --before \d+$/);
+  const byPayload = await cli(['job', 'ls', '--queue', 'bulk', '--payload', 'batch=7', '--json']);
+  assert.equal(byPayload.code, 0, byPayload.stderr);
+  assert.deepEqual(
+    (JSON.parse(byPayload.stdout) as { items: { payload: unknown }[] }).items.map((j) => j.payload),
+    [{ batch: 7 }, { batch: 7 }, { batch: 7 }],
+  );
+  const badPayload = await cli(['job', 'ls', '--payload', '{"batch": 7']);
+  assert.equal(badPayload.code, 1);
+  assert.match(badPayload.stderr, /query\.payload: is not valid JSON/);
 
   await db.pool.query(
     "UPDATE jobs SET state = 'dead', finished_at = now() WHERE queue = 'bulk' AND idempotency_key IN ('n-1', 'n-2')",

@@ -13,7 +13,7 @@ import {
   historyThroughputPerMinute,
 } from '../../src/store/history.ts';
 import { jobCountByState } from '../../src/store/job-counts.ts';
-import { jobDeadIdsSearch, jobSearch } from '../../src/store/job-search.ts';
+import { JOB_SCAN_LIMIT, jobDeadIdsSearch, jobSearch } from '../../src/store/job-search.ts';
 import {
   occurrenceLatenessBySchedule,
   occurrenceLatenessPerMinute,
@@ -70,10 +70,11 @@ test('list and overview statements use indexes on a database with history', asyn
     `WITH s AS (SELECT array_agg(id ORDER BY id) AS ids FROM schedules),
      j AS (
        INSERT INTO jobs (queue, kind, state, idempotency_key, schedule_id, created_at, started_at, finished_at,
-                         lease_owner)
+                         lease_owner, payload)
        SELECT 'q' || (g % 5), 'k', CASE WHEN g % 100 = 0 THEN 'dead' ELSE 'succeeded' END, 'k' || g,
               (s.ids)[1 + g % 5000], now() - g * interval '1 s', now() - g * interval '1 s',
-              now() - g * interval '1 s' + interval '1 s', 'w'
+              now() - g * interval '1 s' + interval '1 s', 'w',
+              jsonb_build_object('customer', g % 1000, 'region', 'eu', 'note', repeat('x', 100))
          FROM generate_series(1, ${HISTORY}) g CROSS JOIN s
        RETURNING id, schedule_id, created_at
      )
@@ -131,6 +132,9 @@ test('list and overview statements use indexes on a database with history', asyn
   // A lateness read aggregates every occurrence in its range (3,600 in this hour) and reads the BRIN
   // index's whole block ranges around them: bounded by the range, not by a page.
   const rangeRead = 25_000;
+  // A kind or payload search reads at most its scan bound of the index's rows a page.
+  const scanRead = JOB_SCAN_LIMIT + ROWS_PER_PAGE;
+  const none = { customer: -1 };
   const statements: [string, (tx: PoolClient) => Promise<unknown>, number?][] = [
     ['jobs, newest', (tx) => jobSearch(tx, { limit: 100 })],
     ['jobs by state succeeded', (tx) => jobSearch(tx, { state: 'succeeded', limit: 100 })],
@@ -140,6 +144,31 @@ test('list and overview statements use indexes on a database with history', asyn
     ['jobs by tenant', (tx) => jobSearch(tx, { tenantId: 'default', limit: 100 })],
     ['jobs page 2', (tx) => jobSearch(tx, { beforeId: 20_000, limit: 100 })],
     ['dead letter list', (tx) => jobSearch(tx, { state: 'dead', limit: 200 })],
+    ['jobs by kind, none matching', (tx) => jobSearch(tx, { kind: 'nothing', limit: 100 }), scanRead],
+    ['jobs by payload, none matching', (tx) => jobSearch(tx, { payload: none, limit: 100 }), scanRead],
+    [
+      'jobs by payload, some matching',
+      (tx) => jobSearch(tx, { payload: { customer: 7 }, limit: 100 }),
+      scanRead,
+    ],
+    [
+      'jobs by payload page 2',
+      (tx) => jobSearch(tx, { payload: none, beforeId: 30_000, limit: 100 }),
+      scanRead,
+    ],
+    [
+      'succeeded jobs by queue and payload',
+      (tx) => jobSearch(tx, { state: 'succeeded', queue: 'q1', payload: none, limit: 100 }),
+      scanRead,
+    ],
+    ['dead jobs by payload', (tx) => jobSearch(tx, { state: 'dead', payload: none, limit: 100 }), scanRead],
+    [
+      'cancelled jobs by kind and payload',
+      (tx) => jobSearch(tx, { state: 'cancelled', kind: 'k', payload: none, limit: 100 }),
+      scanRead,
+    ],
+    ['available jobs by payload', (tx) => jobSearch(tx, { state: 'available', payload: none, limit: 100 })],
+    ['running jobs by kind', (tx) => jobSearch(tx, { state: 'running', kind: 'nothing', limit: 100 })],
     ['dead letter retry selection', (tx) => jobDeadIdsSearch(tx, { queue: 'q0', limit: 100 })],
     ['schedule ledger', (tx) => occurrenceListBySchedule(tx, scheduleId, null, 100)],
     ['schedule ledger page 2', (tx) => occurrenceListBySchedule(tx, scheduleId, from, 100)],
@@ -190,6 +219,11 @@ test('list and overview statements use indexes on a database with history', asyn
     ['history: backlog per minute', (tx) => historyBacklogPerMinute(tx, { from, to }), rangeRead],
     // Counted up to its cap, as the jobs page's tabs ask (GET /v1/job-counts).
     ['job counts by state', (tx) => jobCountByState(tx, { cap: 1000 }), 7 * 1000 + ROWS_PER_PAGE],
+    [
+      'job counts by kind and payload',
+      (tx) => jobCountByState(tx, { kind: 'k', payload: none, cap: JOB_SCAN_LIMIT }),
+      7 * JOB_SCAN_LIMIT + ROWS_PER_PAGE,
+    ],
   ];
   const failures: string[] = [];
   const tx = await db.pool.connect();

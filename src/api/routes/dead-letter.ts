@@ -72,7 +72,7 @@ export function deadLetterRoutes(app: Api, deps: RouteDeps): void {
     async (request) => {
       const q = request.query;
       const limit = q.limit ?? 100;
-      const rows = await jobSearch(pool, {
+      const page = await jobSearch(pool, {
         tenantId: tenantScope(request, q.tenantId),
         queue: q.queue,
         kind: q.kind,
@@ -80,7 +80,7 @@ export function deadLetterRoutes(app: Api, deps: RouteDeps): void {
         beforeId: q.before,
         limit,
       });
-      return jobPage(rows, limit);
+      return jobPage(page);
     },
   );
 

@@ -13,11 +13,15 @@ import type { Api } from '../app.ts';
 import { tenantScope } from '../auth.ts';
 import { badRequest } from '../errors.ts';
 import { JobId, Name, QueueName, TenantId } from '../../contract/fields.ts';
+import { PayloadFilterText } from '../../contract/payload-filter.ts';
+import { JOB_SCAN_LIMIT } from '../../store/job-search.ts';
+import { payloadFilterOf } from './jobs.ts';
 import { withErrors } from '../schemas.ts';
 import type { RouteDeps } from '../server.ts';
 
 const MAX_BULK = 1000;
-const COUNT_CAP = 10_000;
+/** Rows each state's count reads at most: the job list's scan bound, so a tab and its page agree. */
+const COUNT_CAP = JOB_SCAN_LIMIT;
 
 const StateName = Type.Union(
   Object.values(JobState).map((s) => Type.Literal(s)),
@@ -37,6 +41,7 @@ const BulkBody = Type.Object(
           queue: Type.Optional(QueueName),
           state: Type.Optional(StateName),
           kind: Type.Optional(Name),
+          payload: Type.Optional(PayloadFilterText),
           tenantId: Type.Optional(TenantId),
         },
         { additionalProperties: false, description: 'or everything matching this, a page at a time' },
@@ -56,12 +61,13 @@ export function jobBulkRoutes(app: Api, deps: RouteDeps): void {
     {
       schema: {
         operationId: 'countJobs',
-        summary: `Jobs per state under a filter, each count stopping at ${COUNT_CAP} (meaning at least that many)`,
+        summary: `Jobs per state under a filter; each count reads at most ${COUNT_CAP} jobs of its state (then it means at least that many)`,
         tags: ['jobs'],
         querystring: Type.Object(
           {
             queue: Type.Optional(QueueName),
             kind: Type.Optional(Name),
+            payload: Type.Optional(PayloadFilterText),
             tenantId: Type.Optional(TenantId),
           },
           { additionalProperties: false },
@@ -69,7 +75,11 @@ export function jobBulkRoutes(app: Api, deps: RouteDeps): void {
         response: withErrors({
           200: Type.Object({
             counts: Type.Record(Type.String(), Type.Integer()),
-            cap: Type.Integer({ description: 'a count equal to this means at least this many' }),
+            exact: Type.Record(Type.String(), Type.Boolean(), {
+              description:
+                'false: the count read `cap` jobs of its state and stopped, so it means at least this many',
+            }),
+            cap: Type.Integer({ description: 'jobs each count reads at most' }),
           }),
         }),
       },
@@ -77,8 +87,14 @@ export function jobBulkRoutes(app: Api, deps: RouteDeps): void {
     async (request) => {
       const q = request.query;
       const tenantId = tenantScope(request, q.tenantId);
-      const counts = await jobCountByState(pool, { tenantId, queue: q.queue, kind: q.kind, cap: COUNT_CAP });
-      return { counts, cap: COUNT_CAP };
+      const { counts, exact } = await jobCountByState(pool, {
+        tenantId,
+        queue: q.queue,
+        kind: q.kind,
+        payload: payloadFilterOf(q.payload, 'query.payload'),
+        cap: COUNT_CAP,
+      });
+      return { counts, exact, cap: COUNT_CAP };
     },
   );
 
@@ -97,7 +113,7 @@ export function jobBulkRoutes(app: Api, deps: RouteDeps): void {
               description: 'ids selected that it left alone (in a state the action does not apply to)',
             }),
             next: Type.Union([Type.Integer(), Type.Null()], {
-              description: 'filter mode: pass as `before` for the next page; null when none is left',
+              description: `filter mode: pass as \`before\` for the next page; null when none is left. A kind or payload filter reads at most ${JOB_SCAN_LIMIT} jobs a page, so a page may act on none and still have a next`,
             }),
           }),
         }),
@@ -118,16 +134,17 @@ export function jobBulkRoutes(app: Api, deps: RouteDeps): void {
         selected = await jobIdsInTenant(pool, [...new Set(b.ids)], tenantScope(request, undefined));
       } else {
         const f = b.filter ?? {};
-        const rows = await jobSearch(pool, {
+        const page = await jobSearch(pool, {
           tenantId: tenantScope(request, f.tenantId),
           queue: f.queue,
           state: f.state,
           kind: f.kind,
+          payload: payloadFilterOf(f.payload, 'body.filter.payload'),
           beforeId: b.before,
           limit,
         });
-        selected = rows.map((r) => r.id);
-        next = rows.length === limit ? (rows.at(-1)?.id ?? null) : null;
+        selected = page.rows.map((r) => r.id);
+        next = page.next;
       }
       const done = await act(b.action, selected);
       const taken = new Set(done);

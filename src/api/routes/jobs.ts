@@ -9,6 +9,7 @@ import { withTransaction, type Queryable } from '../../store/pool.ts';
 import { tenantExists } from '../../store/tenants.ts';
 import { JobInputSchema, MAX_JOBS_PER_REQUEST, jobInsertOf, jobRuleProblems } from '../../contract/job.ts';
 import { JobId, Name, PageLimit, QueueName, TenantId } from '../../contract/fields.ts';
+import { PayloadFilterText, payloadFilterParse, type PayloadFilter } from '../../contract/payload-filter.ts';
 import type { Api } from '../app.ts';
 import { tenantScope } from '../auth.ts';
 import { ApiError, badRequest, conflict, notFound, type FieldError } from '../errors.ts';
@@ -43,6 +44,14 @@ export async function tenantForWrite(
   if (requested !== undefined && !(await tenantExists(db, tenant)))
     throw badRequest([{ field, reason: `no tenant ${tenant}` }]);
   return tenant;
+}
+
+/** The payload filter's text as the document to contain, or a 400 naming `field`. */
+export function payloadFilterOf(text: string | undefined, field: string): PayloadFilter | undefined {
+  if (text === undefined) return undefined;
+  const parsed = payloadFilterParse(text);
+  if ('problem' in parsed) throw badRequest([{ field, reason: parsed.problem }]);
+  return parsed.filter;
 }
 
 export function jobRoutes(app: Api, deps: RouteDeps): void {
@@ -125,6 +134,7 @@ export function jobRoutes(app: Api, deps: RouteDeps): void {
             state: Type.Optional(Type.Union(Object.values(JobState).map((s) => Type.Literal(s)))),
             tenantId: Type.Optional(TenantId),
             kind: Type.Optional(Name),
+            payload: Type.Optional(PayloadFilterText),
             createdFrom: Type.Optional(Type.String({ format: 'date-time' })),
             createdTo: Type.Optional(Type.String({ format: 'date-time' })),
             before: Type.Optional(JobId),
@@ -139,17 +149,18 @@ export function jobRoutes(app: Api, deps: RouteDeps): void {
       const q = request.query;
       const limit = q.limit ?? 100;
       const tenant = tenantScope(request, q.tenantId);
-      const rows = await jobSearch(pool, {
+      const page = await jobSearch(pool, {
         tenantId: tenant,
         queue: q.queue,
         state: q.state,
         kind: q.kind,
+        payload: payloadFilterOf(q.payload, 'query.payload'),
         createdFrom: q.createdFrom === undefined ? undefined : new Date(q.createdFrom),
         createdTo: q.createdTo === undefined ? undefined : new Date(q.createdTo),
         beforeId: q.before,
         limit,
       });
-      return jobPage(rows, limit);
+      return jobPage(page);
     },
   );
 

@@ -127,33 +127,46 @@ export const command = subcommands('job', 'enqueue and manage jobs through the H
     },
   },
   ls: {
-    usage: 'ls [--queue Q] [--state S] [--tenant T] [--kind K] [--from ISO] [--to ISO] [--limit N]',
+    usage:
+      'ls [--queue Q] [--state S] [--tenant T] [--kind K] [--payload FILTER] [--from ISO] [--to ISO] [--before ID] [--limit N]',
     options: {
       queue: { type: 'string' },
       state: { type: 'string' },
       tenant: { type: 'string' },
       kind: { type: 'string' },
+      payload: { type: 'string' },
       from: { type: 'string' },
       to: { type: 'string' },
+      before: { type: 'string' },
       limit: { type: 'string' },
     },
     async run(api, _args, v) {
       const q = new URLSearchParams();
+      const flags: string[] = [];
       for (const [opt, param] of [
         ['queue', 'queue'],
         ['state', 'state'],
         ['tenant', 'tenantId'],
         ['kind', 'kind'],
+        ['payload', 'payload'],
         ['from', 'createdFrom'],
         ['to', 'createdTo'],
       ] as const) {
         const value = str(v, opt);
-        if (value !== undefined) q.set(param, value);
+        if (value === undefined) continue;
+        q.set(param, value);
+        flags.push(`--${opt} ${/^[\w.:@/+-]+$/.test(value) ? value : `'${value.replaceAll("'", "'\\''")}'`}`);
       }
-      q.set('limit', String(parseIntOption('limit', str(v, 'limit')) ?? 50));
-      const page = await api.call<{ items: Job[] }>('GET', `/v1/jobs?${q.toString()}`);
-      print(v.json === true, page, () =>
-        table(
+      const before = parseIntOption('before', str(v, 'before'));
+      if (before !== undefined) q.set('before', String(before));
+      const limit = parseIntOption('limit', str(v, 'limit')) ?? 50;
+      q.set('limit', String(limit));
+      const page = await api.call<{ items: Job[]; next: number | null; cutShort?: boolean }>(
+        'GET',
+        `/v1/jobs?${q.toString()}`,
+      );
+      print(v.json === true, page, () => {
+        const rows = table(
           ['id', 'queue', 'kind', 'tenant', 'state', 'attempt', 'run at', 'last error'],
           page.items.map((j) => [
             j.id,
@@ -165,8 +178,14 @@ export const command = subcommands('job', 'enqueue and manage jobs through the H
             j.runAt,
             j.lastError,
           ]),
-        ),
-      );
+        );
+        if (page.next === null) return rows;
+        const short =
+          page.cutShort === true
+            ? 'the search read its 10,000 jobs for this page before the page filled; more may match further back\n'
+            : '';
+        return `${rows}${short}next page: tidemark job ls ${[...flags, `--limit ${limit}`, `--before ${page.next}`].join(' ')}\n`;
+      });
       return 0;
     },
   },

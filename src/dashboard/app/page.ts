@@ -52,3 +52,22 @@ export function errorText(error: unknown): string {
 export function missingRoutes(ctx: PageContext, routes: string[]): string[] {
   return routes.filter((r) => !ctx.session.routes.has(r));
 }
+
+/**
+ * After an action has redrawn the page: when the control that had the focus is gone (a row that left
+ * the list, a button its own action removed or disabled), the focus goes to the first thing in
+ * `region` (the status line saying what happened) rather than back to the top of the document, so
+ * a keyboard user hears the outcome and carries on from there.
+ */
+export function focusIfLost(region: HTMLElement): void {
+  const active = document.activeElement;
+  const gone =
+    active === null ||
+    active === document.body ||
+    !active.isConnected ||
+    (active instanceof HTMLButtonElement && active.disabled);
+  if (!gone) return;
+  const target = region.firstElementChild instanceof HTMLElement ? region.firstElementChild : region;
+  if (!target.hasAttribute('tabindex')) target.tabIndex = -1;
+  target.focus();
+}

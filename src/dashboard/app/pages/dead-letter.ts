@@ -4,7 +4,7 @@ import { get, post, query } from '../api.ts';
 import { confirmAction } from '../confirm.ts';
 import { h, notice, show } from '../dom.ts';
 import { ago, firstLine, local } from '../format.ts';
-import { errorText, type PageContext } from '../page.ts';
+import { errorText, focusIfLost, type PageContext } from '../page.ts';
 import type { Job, Page } from '../types.ts';
 
 interface RetryResult {
@@ -37,6 +37,7 @@ export async function deadLetterPage(ctx: PageContext): Promise<void> {
           ),
         );
         await load();
+        focusIfLost(status);
       })
       .catch((error: unknown) => show(status, notice(errorText(error), 'error')));
   };

@@ -8,7 +8,7 @@ import { ApiError, get, post } from '../api.ts';
 import { confirmAction } from '../confirm.ts';
 import { badge, bar, h, notice, show, table, update } from '../dom.ts';
 import { duration, json, local, utc } from '../format.ts';
-import { errorText, poll, type PageContext } from '../page.ts';
+import { errorText, focusIfLost, poll, type PageContext } from '../page.ts';
 import { heartbeatView, progressView } from '../progress.ts';
 import type { Job, JobDetail } from '../types.ts';
 
@@ -75,6 +75,8 @@ export function cancelButton(job: Job, status: HTMLElement, after: () => Promise
     'button',
     {
       type: 'button',
+      // Keyed, so a redraw never turns this button into the one beside it (Run again).
+      'data-key': 'cancel',
       'aria-label': `Cancel job ${job.id}`,
       onclick: () => {
         confirmAction(
@@ -89,6 +91,7 @@ export function cancelButton(job: Job, status: HTMLElement, after: () => Promise
             if (r === null) return;
             show(status, notice(`Job ${job.id} cancelled (was ${r.previousState}).`, 'ok'));
             await after();
+            focusIfLost(status);
           })
           .catch((error: unknown) => show(status, notice(errorText(error), 'error')));
       },
@@ -133,11 +136,13 @@ export async function jobPage(ctx: PageContext, id: string): Promise<void> {
               'button',
               {
                 type: 'button',
+                'data-key': 'run-again',
                 onclick: () => {
                   post(`/v1/jobs/${job.id}/retry`)
                     .then(async () => {
                       show(status, notice(`Job ${job.id} queued to run again.`, 'ok'));
                       await refresh();
+                      focusIfLost(status);
                     })
                     .catch((error: unknown) => show(status, notice(errorText(error), 'error')));
                 },

@@ -9,7 +9,7 @@ import { ApiError, del, get, patch, post, query } from '../api.ts';
 import { confirmAction } from '../confirm.ts';
 import { badge, h, notice, show, table, update } from '../dom.ts';
 import { duration, inZone, utc } from '../format.ts';
-import { errorText, missingRoutes, poll, type PageContext } from '../page.ts';
+import { errorText, focusIfLost, missingRoutes, poll, type PageContext } from '../page.ts';
 import type { Backfill, Occurrence, Page, Schedule } from '../types.ts';
 
 const ROUTES = ['GET /v1/schedules', 'POST /v1/schedules'];
@@ -20,21 +20,30 @@ const POLL_MS = 3000;
  */
 export const LATE_AFTER_MS = 2000;
 
+/** A button goes to the tenant chosen: a select that navigated on change took keyboard users away at the first arrow key. */
 function tenantPicker(ctx: PageContext, current: string): HTMLElement | null {
   if (!ctx.session.admin) return null;
   const select = h(
     'select',
-    {
-      id: 'schedule-tenant',
-      onchange: (e: Event) => {
-        location.hash = `#/schedules${query({ tenant: (e.target as HTMLSelectElement).value })}`;
-      },
-    },
+    { id: 'schedule-tenant' },
     ['default', ...ctx.session.tenants.filter((t) => t !== 'default')].map((t) =>
       h('option', { value: t, selected: t === current }, t),
     ),
   );
-  return h('div', { class: 'filters' }, h('label', { for: 'schedule-tenant' }, 'Tenant'), select);
+  return h(
+    'form',
+    {
+      class: 'filters',
+      'aria-label': 'Schedules of tenant',
+      onsubmit: (event: Event) => {
+        event.preventDefault();
+        location.hash = `#/schedules${query({ tenant: select.value })}`;
+      },
+    },
+    h('label', { for: 'schedule-tenant' }, 'Tenant'),
+    select,
+    h('button', { type: 'submit' }, 'Show'),
+  );
 }
 
 export async function schedulesPage(ctx: PageContext): Promise<void> {
@@ -218,6 +227,7 @@ function actions(s: Schedule, status: HTMLElement, after: () => Promise<void>): 
       .then(async () => {
         show(status, notice(done, 'ok'));
         await after();
+        focusIfLost(status);
       })
       .catch((error: unknown) => show(status, notice(errorText(error), 'error')));
   };

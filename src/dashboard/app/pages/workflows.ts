@@ -14,7 +14,7 @@ import { ago, duration, local, utc } from '../format.ts';
 import { GRAPH_MAX, NODE_STATES, nodeLegend, nodeState, workflowGraph } from '../graph.ts';
 import { gantt, timelineLegend } from '../timeline.ts';
 import { choice, filterForm, tenantChoice } from '../filters.ts';
-import { errorText, missingRoutes, poll, type PageContext } from '../page.ts';
+import { errorText, focusIfLost, missingRoutes, poll, type PageContext } from '../page.ts';
 import type {
   Page,
   TimelineNode,
@@ -68,7 +68,8 @@ export async function workflowsPage(ctx: PageContext): Promise<void> {
       ctx.signal,
     );
     const now = Date.now();
-    show(
+    // In place, rows matched by id: a focused link survives the 3 s poll.
+    update(
       list,
       page.items.length === 0
         ? notice(filters.after === '' ? 'No workflows match.' : 'No older workflows.')
@@ -87,6 +88,7 @@ export async function workflowsPage(ctx: PageContext): Promise<void> {
                 : h('time', { datetime: w.finishedAt, title: local(w.finishedAt) }, ago(w.finishedAt, now)),
             ]),
             { class: 'workflows' },
+            page.items.map((w) => w.id),
           ),
       page.next === null
         ? null
@@ -202,6 +204,7 @@ async function workflowPage(ctx: PageContext, id: string): Promise<void> {
       .then(async () => {
         show(status, notice(action === 'cancel' ? 'Workflow cancelled.' : 'Workflow resumed.', 'ok'));
         await refresh();
+        focusIfLost(status);
       })
       .catch((error: unknown) => show(status, notice(errorText(error), 'error')));
   };
@@ -240,14 +243,10 @@ async function workflowPage(ctx: PageContext, id: string): Promise<void> {
       failedCount -
       (wf.nodes.skipped ?? 0) -
       (wf.nodes.cancelled ?? 0);
+    // Applied with a button: a select that navigated on change took keyboard users away at the first arrow key.
     const stateFilter = h(
       'select',
-      {
-        id: 'node-state',
-        onchange: (e: Event) => {
-          location.hash = nodeLink({ nstate: (e.target as HTMLSelectElement).value });
-        },
-      },
+      { id: 'node-state', name: 'nstate' },
       h('option', { value: '' }, 'any'),
       NODE_STATES.map((st) => h('option', { value: st, selected: st === nodeFilter }, st)),
     );
@@ -339,7 +338,22 @@ async function workflowPage(ctx: PageContext, id: string): Promise<void> {
           ],
       timeline === null ? null : timelineSection(timeline, drawable, now),
       h('h2', { id: 'node-list-h' }, 'Nodes'),
-      h('div', { class: 'filters' }, h('label', { for: 'node-state' }, 'Node state'), stateFilter),
+      h(
+        'form',
+        {
+          class: 'filters',
+          'aria-label': 'Nodes by state',
+          onsubmit: (event: Event) => {
+            event.preventDefault();
+            const data = new FormData(event.target as HTMLFormElement);
+            const chosen = data.get('nstate');
+            location.hash = nodeLink({ nstate: typeof chosen === 'string' ? chosen : '' });
+          },
+        },
+        h('label', { for: 'node-state' }, 'Node state'),
+        stateFilter,
+        h('button', { type: 'submit' }, 'Show'),
+      ),
       listed.items.length === 0 ? notice('No nodes match.') : nodeTable(listed.items, now),
       h(
         'p',

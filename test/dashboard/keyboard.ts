@@ -1,0 +1,91 @@
+/**
+ * Driving the dashboard with the keyboard alone: sign in by typing, move with Tab and Shift+Tab
+ * until a control has the focus (each stop checked to show a visible focus ring), and check a
+ * dialog keeps the focus inside it.
+ */
+import assert from 'node:assert/strict';
+import type { Locator, Page } from 'playwright-core';
+
+/** Opens `hash` and signs in by typing the token into the field that has the focus on load. */
+export async function signInByKeyboard(
+  page: Page,
+  baseUrl: string,
+  token: string,
+  hash: string,
+): Promise<void> {
+  await page.goto(`${baseUrl}/${hash}`);
+  await page.getByLabel('API token').waitFor();
+  assert.equal(await page.evaluate(() => document.activeElement?.id), 'token');
+  await page.keyboard.type(token);
+  await page.keyboard.press('Enter');
+  await page.getByRole('navigation', { name: 'Sections' }).waitFor();
+}
+
+const isFocused = (target: Locator): Promise<boolean> =>
+  target.evaluate((el) => el === document.activeElement || el.contains(document.activeElement));
+
+/**
+ * Presses Tab (or Shift+Tab) until `target` has the focus, at most `max` times, then checks the focus
+ * shows: `:focus-visible` matches and draws an outline (SVG links draw theirs on the node's box).
+ */
+export async function tabTo(
+  page: Page,
+  target: Locator,
+  options: { back?: boolean; max?: number } = {},
+): Promise<void> {
+  await target.waitFor();
+  const key = options.back === true ? 'Shift+Tab' : 'Tab';
+  const max = options.max ?? 60;
+  for (let i = 0; !(await isFocused(target)); i++) {
+    if (i >= max) {
+      const at = await page.evaluate(() => document.activeElement?.outerHTML.slice(0, 160));
+      assert.fail(`${key} ×${max} did not reach ${target.toString()}; the focus is on ${at}`);
+    }
+    await page.keyboard.press(key);
+  }
+  const ring = await page.evaluate(() => {
+    const el = document.activeElement;
+    if (el === null) return 'nothing focused';
+    if (!el.matches(':focus-visible')) return `${el.tagName} does not match :focus-visible`;
+    if (el instanceof SVGElement) return 'ok';
+    const style = getComputedStyle(el);
+    return style.outlineStyle === 'none' || style.outlineWidth === '0px'
+      ? `${el.tagName} draws no outline`
+      : 'ok';
+  });
+  assert.equal(ring, 'ok', `the focus on ${target.toString()} is visible`);
+}
+
+/** Which element has the focus, for messages and comparisons. */
+export function focusedText(page: Page): Promise<string> {
+  return page.evaluate(
+    () =>
+      document.activeElement?.getAttribute('aria-label') ?? document.activeElement?.textContent?.trim() ?? '',
+  );
+}
+
+/**
+ * The open dialog keeps the focus: Tab past its last control comes back to its first, Shift+Tab
+ * before its first goes to its last. Leaves the focus where it found it.
+ */
+export async function assertTrapsFocus(page: Page, dialog: Locator): Promise<void> {
+  const start = await focusedText(page);
+  const count = await dialog.evaluate(
+    (d) =>
+      Array.from(
+        d.querySelectorAll(
+          'a[href], button:not([disabled]), input:not([disabled]), select:not([disabled]), textarea, summary, [tabindex]:not([tabindex="-1"])',
+        ),
+      ).filter((el) => el.getClientRects().length > 0).length,
+  );
+  for (let i = 0; i < count; i++) {
+    await page.keyboard.press('Tab');
+    assert.equal(await isFocused(dialog), true, 'Tab stays in the dialog');
+  }
+  assert.equal(await focusedText(page), start, `Tab ×${count} comes round to where it started`);
+  for (let i = 0; i < count; i++) {
+    await page.keyboard.press('Shift+Tab');
+    assert.equal(await isFocused(dialog), true, 'Shift+Tab stays in the dialog');
+  }
+  assert.equal(await focusedText(page), start, `Shift+Tab ×${count} comes round to where it started`);
+}
