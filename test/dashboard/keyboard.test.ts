@@ -8,7 +8,7 @@ import { test } from 'node:test';
 import { workerRegister } from '../../src/store/workers.ts';
 import { startTestApi } from '../api/support.ts';
 import { openPage, screenshot, type TestPage } from './browser.ts';
-import { assertTrapsFocus, focusedText, signInByKeyboard, tabTo } from './keyboard.ts';
+import { assertTrapsFocus, focusSettlesOn, focusedText, signInByKeyboard, tabTo } from './keyboard.ts';
 
 const api = await startTestApi();
 
@@ -203,7 +203,7 @@ test('dead letter: open a stack trace, select with Space, re-run the selection c
     await page.getByText(/^Re-ran 2 jobs/).waitFor();
     assert.deepEqual(await states([a, b, c]), ['available', 'dead', 'available']);
     // The list was redrawn: the focus is on the outcome, not lost.
-    assert.match(await focusedText(page), /^Re-ran 2 jobs/);
+    await focusSettlesOn(page, /^Re-ran 2 jobs/);
 
     // Select all with Space ticks the one row left.
     await tabTo(page, page.getByLabel('Select all dead jobs shown'));
@@ -217,7 +217,7 @@ test('dead letter: open a stack trace, select with Space, re-run the selection c
     await page.keyboard.press('Enter');
     await page.getByText(`Re-ran 1 job: #${b}.`).waitFor();
     assert.deepEqual(await states([a, b, c]), ['available', 'available', 'available']);
-    assert.match(await focusedText(page), /^Re-ran 1 job/);
+    await focusSettlesOn(page, /^Re-ran 1 job/);
     await page.getByText('No dead jobs in queue kb-dead.').waitFor();
   });
 });
@@ -498,7 +498,7 @@ test('workflows: filter, open from the list and by id, cancel confirmed, resume,
     await nodes.getByRole('row').filter({ hasText: 'load' }).waitFor();
 
     // A node of the graph opens its job.
-    const node = page.getByRole('link', { name: `extract: succeeded, job ${extract.id}` });
+    const node = page.getByRole('link', { name: `extract: succeeded, job ${extract.id}`, exact: true });
     await tabTo(page, node, { back: true });
     await page.keyboard.press('Enter');
     await page.getByRole('heading', { name: `Job #${extract.id} succeeded` }).waitFor();

@@ -57,6 +57,20 @@ export async function tabTo(
 }
 
 /** Which element has the focus, for messages and comparisons. */
+/**
+ * Waits until the focused element's text matches: an action's outcome is written, then the list
+ * redraws, then the focus moves to the outcome, each a step the page takes after the text appears.
+ */
+export async function focusSettlesOn(page: Page, pattern: RegExp, timeoutMs = 5000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let text = await focusedText(page);
+  while (!pattern.test(text) && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 50));
+    text = await focusedText(page);
+  }
+  assert.match(text, pattern);
+}
+
 export function focusedText(page: Page): Promise<string> {
   return page.evaluate(
     () =>

@@ -111,7 +111,7 @@ test('legend, a colour per state, nodes linked to their jobs, node times and the
     // And the mouse.
     await page
       .getByRole('img', { name: /^Workflow graph: 4 nodes/ })
-      .getByRole('link', { name: `extract: succeeded, job ${extract.id}` })
+      .getByRole('link', { name: `extract: succeeded, job ${extract.id}`, exact: true })
       .click();
     await page.getByRole('heading', { name: `Job #${extract.id} succeeded` }).waitFor();
   } finally {
