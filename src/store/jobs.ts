@@ -18,6 +18,7 @@
  */
 import pg from 'pg';
 import { arrayLiteral } from './array-literal.ts';
+import { ownedAttemptSql } from './attempt-sql.ts';
 import { withTransaction, type Queryable } from './pool.ts';
 import {
   workflowJobsFailed,
@@ -345,16 +346,14 @@ function sortedById<T extends AttemptRef>(refs: readonly T[]): T[] {
 }
 
 /** The condition of the finishing statements: the attempt in the batch (ids $1, attempts $2), still owned. */
-function ownedAttempt(owner: string): string {
-  return `j.id = ANY ($1::bigint[]) AND j.attempt = ($2::int[])[width_bucket(j.id, $1::bigint[])]
-          AND j.state = 'running' AND j.lease_owner = ${owner}`;
-}
+const ownedAttempt = (owner: string): string => ownedAttemptSql('$1', '$2', owner);
 
 /**
- * Marks attempts succeeded, in the caller's transaction (the workflow layer extends this transaction
- * with dependency release). The row is the record of its successful attempt: lease_owner keeps the
- * worker, started_at and finished_at its span (job_attempt_history, migration 0019). Returns the ids
- * written; an id missing from the result was no longer owned (lease lost, reaped, or already finished).
+ * Marks attempts succeeded, in the caller's transaction, with the workflow part of any that are
+ * workflow nodes' jobs in the same statement (workflowJobsSucceeded). The row is the record of its
+ * successful attempt: lease_owner keeps the worker, started_at and finished_at its span
+ * (job_attempt_history, migration 0019). Returns the ids written; an id missing from the result was
+ * no longer owned (lease lost, reaped, or already finished).
  */
 export async function jobCompleteMany(
   db: Queryable,
@@ -362,41 +361,35 @@ export async function jobCompleteMany(
   refs: readonly AttemptRef[],
   take?: ReleaseTake,
 ): Promise<number[]> {
-  const ids = await markSucceeded(db, owner, refs, false);
-  // Workflow nodes among these jobs release their children in this same transaction.
-  await workflowJobsSucceeded(db, ids, take);
-  return ids;
+  if (refs.length === 0) return [];
+  const batch = sortedById(refs);
+  return workflowJobsSucceeded(
+    db,
+    batch.map((r) => r.id),
+    take,
+    { owner, attempts: batch.map((r) => r.attempt) },
+  );
 }
 
 /**
  * As jobCompleteMany for jobs that are no workflow's nodes, as a statement of its own (autocommit):
- * one round trip where jobCompleteMany's transaction takes four (BEGIN, the update, the lookup of
- * workflows to release, COMMIT), so an idle worker's completion of one job keeps the database and
- * this process busy for a quarter of the exchanges. The condition on workflow_nodes keeps it exact:
- * a node's job among them is left running and not returned, for jobCompleteMany to finish with its
- * release. Returns the ids written.
+ * one round trip where jobCompleteMany's transaction takes three (BEGIN, the statement, COMMIT), so
+ * an idle worker's completion of one job keeps the database and this process busy for a third of
+ * the exchanges. The condition on workflow_nodes keeps it exact: a node's job among them is left
+ * running and not returned, for jobCompleteMany to finish with its release. Returns the ids written.
  */
 export async function jobCompleteOutsideWorkflows(
   db: Queryable,
   owner: string,
   refs: readonly AttemptRef[],
 ): Promise<number[]> {
-  return markSucceeded(db, owner, refs, true);
-}
-
-async function markSucceeded(
-  db: Queryable,
-  owner: string,
-  refs: readonly AttemptRef[],
-  outsideWorkflows: boolean,
-): Promise<number[]> {
   if (refs.length === 0) return [];
   const batch = sortedById(refs);
   const result = await db.query<{ id: number }>({
-    name: outsideWorkflows ? 'tidemark_job_complete_outside_workflows' : 'tidemark_job_complete_many',
+    name: 'tidemark_job_complete_outside_workflows',
     text: `UPDATE jobs j SET state = 'succeeded', finished_at = now(), lease_expires_at = NULL
       WHERE ${ownedAttempt('$3')}
-        ${outsideWorkflows ? 'AND NOT EXISTS (SELECT 1 FROM workflow_nodes n WHERE n.job_id = j.id)' : ''}
+        AND NOT EXISTS (SELECT 1 FROM workflow_nodes n WHERE n.job_id = j.id)
       RETURNING j.id`,
     values: [arrayLiteral(batch.map((r) => r.id)), arrayLiteral(batch.map((r) => r.attempt)), owner],
   });

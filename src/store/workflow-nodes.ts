@@ -5,6 +5,7 @@
  * same handful of statements as a batch of one.
  */
 import { arrayLiteral } from './array-literal.ts';
+import { ownedAttemptSql } from './attempt-sql.ts';
 import { COPY_CHUNK_ROWS, COPY_NULL, copyIn, copyInt, copyJson, copyText } from './copy-text.ts';
 import type { PoolClient, Queryable } from './pool.ts';
 import { workflowJobKeySql } from './job-key.ts';
@@ -214,9 +215,9 @@ export async function workflowNodeFailedIds(q: Queryable, workflowId: string): P
   return rows.map((r) => r.id);
 }
 
-/** A release statement's rows: one per ready child, taken job, succeeded node or locked workflow. */
+/** A release statement's rows: one per ready child, taken job, locked workflow or job written. */
 interface ReleaseRow {
-  kind: 'ready' | 'taken' | 'succeeded' | 'locked';
+  kind: 'ready' | 'taken' | 'locked' | 'done';
   id: number | null;
   workflow_id: string;
   type: NodeRef['type'];
@@ -305,7 +306,7 @@ const RELEASE_ROWS = `
             NULL, NULL
        FROM j WHERE j.state = 'running'`;
 
-function releaseParams(ids: number[], take: ReleaseTake | undefined): unknown[] {
+function releaseParams(ids: number[], take: ReleaseTake | undefined): (string | number | null)[] {
   return [arrayLiteral(ids), take?.owner ?? null, take?.leaseMs ?? 0, JSON.stringify(take?.room ?? {})];
 }
 
@@ -314,7 +315,7 @@ function releaseRead(
   rows: ReleaseRow[],
   take: ReleaseTake | undefined,
 ): Record<ReleaseRow['kind'], ReleaseRow[]> {
-  const out: Record<ReleaseRow['kind'], ReleaseRow[]> = { ready: [], taken: [], succeeded: [], locked: [] };
+  const out: Record<ReleaseRow['kind'], ReleaseRow[]> = { ready: [], taken: [], locked: [], done: [] };
   for (const row of rows) {
     out[row.kind].push(row);
     if (row.kind === 'taken' && row.job !== null && take !== undefined) {
@@ -357,30 +358,55 @@ export async function workflowNodeChildrenRelease(
   return releaseRead(rows, take).ready.map(nodeRef);
 }
 
+/** The attempts a completion finishes itself: `owner` still holds them, at these attempts (by id). */
+export interface JobsFinish {
+  owner: string;
+  attempts: number[];
+}
+
 /**
- * A completion's whole workflow part in one statement: locks the workflows owning these jobs (shared,
- * in id order: see workflowLockByJobs), marks the jobs' nodes succeeded (only those still queued: a
- * second report is a no-op), releases their children as workflowNodeChildrenRelease does, and moves
- * the workflows' counters (WORKFLOW_PROGRESS_SET), which may end them. Returns the locked workflows
- * and the children left for the caller, as workflowNodeChildrenRelease. Three round trips of the
- * completion's transaction fewer than a statement each; the order of the locks is the one those
- * statements took: workflows (shared), the nodes, their children in id order, the workflow rows'
- * update last, which reads u so that it runs after every child is locked.
+ * A completion's whole workflow part in one statement. With `finish`, it first marks the jobs
+ * succeeded (the attempts `finish.owner` still holds; ids ascending, `finish.attempts` in the same
+ * order); without, the jobs were marked by the caller. Then it locks the workflows owning them
+ * (shared, in id order: see workflowLockByJobs), marks their nodes succeeded (only those still
+ * queued: a second report is a no-op), releases the nodes' children as workflowNodeChildrenRelease
+ * does, and moves the workflows' counters (WORKFLOW_PROGRESS_SET), which may end them. Returns the
+ * jobs written, the locked workflows and the children left for the caller.
+ *
+ * Four round trips of the completion's transaction fewer than a statement each. The locks come in
+ * the order those statements took them: the jobs, the workflows (shared), the nodes, their children
+ * in id order, and the workflow rows' update last, which reads u so it runs once every child is
+ * locked. $1 the job ids, $2-$4 the take (releaseCtes; $2 is also the owner), $5 the attempts.
  */
 export async function workflowNodeJobsSucceed(
   q: Queryable,
   jobIds: number[],
   take?: ReleaseTake,
-): Promise<{ locked: WorkflowLockRow[]; ready: NodeRef[] }> {
+  finish?: JobsFinish,
+): Promise<{ written: number[]; locked: WorkflowLockRow[]; ready: NodeRef[] }> {
+  const done =
+    finish === undefined
+      ? `SELECT unnest($1::bigint[]) AS id`
+      : `UPDATE jobs j SET state = 'succeeded', finished_at = now(), lease_expires_at = NULL
+         WHERE ${ownedAttemptSql('$1', '$5', '$2')}
+         RETURNING j.id`;
+  const params = releaseParams(jobIds, take);
+  if (finish !== undefined) {
+    // The owner checked is the finishing worker, which is also the one that takes released jobs.
+    params[1] = finish.owner;
+    params.push(arrayLiteral(finish.attempts));
+  }
   const { rows } = await q.query<ReleaseRow>(
-    `WITH lk AS MATERIALIZED (
+    `WITH done AS MATERIALIZED (
+       ${done}
+     ), lk AS MATERIALIZED (
        SELECT w.id, w.state, w.failure_policy FROM workflows w
-       WHERE ${OWNING_WORKFLOWS('job_id')}
+       WHERE ${OWNING_WORKFLOWS('job_id', 'ARRAY(SELECT id FROM done)')}
        ORDER BY w.id
        FOR KEY SHARE OF w
      ), p AS (
        UPDATE workflow_nodes SET state = 'succeeded', finished_at = now()
-       WHERE job_id = ANY(ARRAY(SELECT unnest($1::bigint[]))) AND state = 'queued'
+       WHERE job_id = ANY(ARRAY(SELECT id FROM done)) AND state = 'queued'
          AND workflow_id = ANY(ARRAY(SELECT id FROM lk))
        RETURNING id, workflow_id, type, children
      ), ${releaseCtes(`ARRAY(SELECT id FROM lk WHERE state = 'running')`)}, pr AS (
@@ -393,11 +419,14 @@ export async function workflowNodeJobsSucceed(
      ${RELEASE_ROWS}
      UNION ALL
      SELECT 'locked', NULL, id, NULL, NULL, state, failure_policy FROM lk
+     UNION ALL
+     SELECT 'done', id, NULL, NULL, NULL, NULL, NULL FROM done
      ORDER BY id`,
-    releaseParams(jobIds, take),
+    params,
   );
   const out = releaseRead(rows, take);
   return {
+    written: out.done.map((r) => r.id as number),
     locked: out.locked.map((r) => ({
       id: r.workflow_id,
       state: r.state as WorkflowState,

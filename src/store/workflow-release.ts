@@ -28,6 +28,7 @@ import {
   workflowNodeWaitingFor,
   workflowNodeWaitStart,
   type FailedNode,
+  type JobsFinish,
   type NodeRef,
 } from './workflow-nodes.ts';
 import { workflowSignalInsert } from './workflow-signals.ts';
@@ -169,21 +170,25 @@ async function failNodes(
 /**
  * In the job-success transaction: the nodes of these jobs succeed and release their children. The
  * workflows are locked shared: success transactions of one workflow run side by side and meet only
- * on the children they share and on the workflow row's counters at their end. The lock, the
+ * on the children they share and on the workflow row's counters at their end. With `finish`, the
+ * jobs are marked succeeded here too (jobCompleteMany). The jobs' success, the lock, the nodes'
  * successes, the release and the counters are one statement (workflowNodeJobsSucceed); what it
- * leaves (signal nodes, children of workflows not running) goes on as any release's does.
+ * leaves (signal nodes, children of workflows not running) goes on as any release's does. Returns
+ * the jobs whose success is recorded: with `finish`, those the owner still held.
  */
 export async function workflowJobsSucceeded(
   tx: Queryable,
   jobIds: number[],
   take?: ReleaseTake,
-): Promise<void> {
-  if (jobIds.length === 0) return;
-  const { locked, ready } = await workflowNodeJobsSucceed(tx, jobIds, take);
-  if (locked.length === 0) return;
+  finish?: JobsFinish,
+): Promise<number[]> {
+  if (jobIds.length === 0) return [];
+  const { written, locked, ready } = await workflowNodeJobsSucceed(tx, jobIds, take, finish);
+  if (locked.length === 0) return written;
   const progress = new Progress();
   await propagate(tx, locked, progress, { succeeded: [], ready }, take);
   await progress.apply(tx);
+  return written;
 }
 
 /** In the transaction that gives up on these jobs (retries exhausted): their nodes fail. */

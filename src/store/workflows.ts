@@ -82,8 +82,8 @@ export async function workflowLock(q: Queryable, id: string): Promise<WorkflowRo
  * per completion of a workflow beside a second one of 20,000 nodes) instead of one index descent per
  * id.
  */
-export const OWNING_WORKFLOWS = (nodeColumn: string): string =>
-  `w.id = ANY (ARRAY(SELECT DISTINCT n.workflow_id FROM workflow_nodes n WHERE n.${nodeColumn} = ANY ($1::bigint[])))
+export const OWNING_WORKFLOWS = (nodeColumn: string, ids = '$1::bigint[]'): string =>
+  `w.id = ANY (ARRAY(SELECT DISTINCT n.workflow_id FROM workflow_nodes n WHERE n.${nodeColumn} = ANY (${ids})))
    AND w.pruned_at IS NULL`;
 
 /**

@@ -71,7 +71,7 @@ test('two successes of one workflow commit side by side; a child they share is r
       await succeedOpen(second, [b.id]);
       await second.query('COMMIT');
     })();
-    await secondWaitsIn('the second to wait for the first', 'WITH lk AS%');
+    await secondWaitsIn('the second to wait for the first', 'WITH done AS%');
     // It waits at the counters, its last write: it already holds its own child.
     await assert.rejects(
       db.pool.query(
@@ -94,7 +94,7 @@ test('two successes of one workflow commit side by side; a child they share is r
       await succeedOpen(second, [cb.id]);
       await second.query('COMMIT');
     })();
-    await secondWaitsIn('the second at the shared child', 'WITH lk AS%');
+    await secondWaitsIn('the second at the shared child', 'WITH done AS%');
     await first.query('COMMIT');
     await shared;
     assert.deepEqual(await node('z'), { state: 'queued', pending: 0, jobs: 1 });
