@@ -35,6 +35,16 @@ export async function jobCountByState(db: Queryable, f: JobCountFilter): Promise
   const states = Object.keys(PREDICATE) as JobState[];
   const counts = await Promise.all(
     states.map(async (state) => {
+      if (state === 'dead' && f.tenantId === undefined && f.kind === undefined) {
+        // The dead letter per queue is kept as a count (job_dead_counts, 0025).
+        const { rows } = await db.query<{ n: number }>({
+          name: 'jobCountByState:dead:kept',
+          text: `SELECT least(coalesce(sum(n), 0), $2)::int AS n FROM job_dead_counts
+                  WHERE n > 0 AND ($1::text IS NULL OR queue = $1)`,
+          values: [f.queue ?? null, f.cap],
+        });
+        return [state, rows[0]?.n ?? 0] as const;
+      }
       const { rows } = await db.query<{ n: number }>({
         name: `jobCountByState:${state}`,
         text: `SELECT count(*)::int AS n FROM (
