@@ -1,27 +1,51 @@
 /**
- * The hot paths with a realistic history in place, against the same paths on an empty database:
- * BENCH_HISTORY_JOBS finished jobs (default 10,000,000: ~6 hours at the source document's 500 jobs
- * a second) with their attempts and occurrences, written by generate_series in the database, not
- * through the API. Then, alternating empty / history / history-while-pruning trial by trial:
+ * The hot paths with a realistic history in place, against the same paths on a database without it,
+ * and against the same history while the maintenance role prunes it.
  *
- * - drain 50,000 no-op jobs with one worker (concurrency 2,000);
- * - enqueue → handler start latency, 1,000 jobs at 200/s, p50 and p99;
- * - a 5,000-occurrence burst: fire time → all written, one leader (empty and history only);
- * - the statements behind the API's list endpoints and the dashboard's overview (median of 20).
+ * The history is BENCH_HISTORY_JOBS finished jobs (default 10,000,000) with their attempts and
+ * occurrences, written by generate_series in the database, not through the API, spread evenly over
+ * BENCH_HISTORY_DAYS days up to now (default 8). The source document's 500 jobs a second would make
+ * 43 million a day, more than this machine has disk for in a week, so the week is scaled down in
+ * rate, not in time: ten million over eight days is 14.5 jobs a second, and default retention
+ * (succeeded 7 days) finds the oldest day's successes due, as a live system finds one day's worth
+ * each day. Three databases' worth of columns:
  *
- * "While pruning" runs the maintenance role with its default retention and pacing beside the
- * measurement; the loaded history finished 8 days ago, so its succeeded jobs are all due. Its row
- * reports the pruning rate it sustained. BENCH_HISTORY_TRIALS sets the trials (default 3),
- * BENCH_HISTORY_ONLY the measurements (e.g. `drain,latency`).
+ * - base: the newest BASE_JOBS of the same history and nothing older, so every list returns the
+ *   same full page (an empty database returns no rows at all, and that measures nothing);
+ * - history: the whole history, retention off;
+ * - pruning: the same database while the maintenance role prunes it with its default retention
+ *   and pacing (the oldest day, then a pass whenever one is due).
+ *
+ * Measured alternately trial by trial, the order rotating: drain 50,000 no-op jobs with one worker
+ * (concurrency 2,000); enqueue → handler start latency, 1,000 jobs at 200/s, p50 and p99; a
+ * 5,000-occurrence burst (fire time → all written, one leader). The statements behind the API's list
+ * endpoints and the dashboard's overview and history run on base and history alternately, run by run
+ * (median of 20 each), and each reports the pages it touched, which the machine's load does not
+ * change. Then the maintenance role runs until a pass deletes nothing, and the bench reports the rate
+ * it sustained and the disk use left.
+ *
+ * BENCH_HISTORY_TRIALS sets the trials (default 3), BENCH_HISTORY_ONLY the measurements (default
+ * `drain,latency,burst,queries,pruning`; without `pruning` neither the third column nor the steady
+ * state run). BENCH_HISTORY_KEEP=1 (with DATABASE_URL) keeps both databases, named by
+ * BENCH_DB_PREFIX and the job count, and uses them again on the next run instead of loading: pruning
+ * deletes from the kept history, so a run that measures it wants a fresh one.
  */
 import { performance } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { pino } from 'pino';
 import { createLogger } from '../src/log.ts';
 import { Maintenance } from '../src/maintenance/maintenance.ts';
 import { Scheduler } from '../src/scheduler/scheduler.ts';
+import {
+  historyBacklogPerMinute,
+  historyLagPerMinute,
+  historyThroughputPerMinute,
+} from '../src/store/history.ts';
+import { jobCountByState } from '../src/store/job-counts.ts';
 import { jobSearch } from '../src/store/job-search.ts';
 import { occurrenceListBySchedule } from '../src/store/occurrences.ts';
 import { historyOldestRows, jobCountOpenByQueueState, scheduleLagSeconds } from '../src/store/stats.ts';
+import type { Queryable } from '../src/store/pool.ts';
 import { workflowSearch } from '../src/store/workflow-search.ts';
 import { JobClient } from '../src/worker/job-client.ts';
 import { Worker } from '../src/worker/worker.ts';
@@ -30,12 +54,20 @@ import { LATENCY_JOBS, LATENCY_RATE, latencyMeasure } from './latency.ts';
 import { median, percentile, type Bench, type BenchRow } from './table.ts';
 
 const N = Number(process.env.BENCH_HISTORY_JOBS ?? 10_000_000);
+const DAYS = Number(process.env.BENCH_HISTORY_DAYS ?? 8);
 const TRIALS = Number(process.env.BENCH_HISTORY_TRIALS ?? 3);
-/** Which measurements to run (comma-separated: drain, latency, burst, queries); default all. */
-const ONLY = new Set((process.env.BENCH_HISTORY_ONLY ?? 'drain,latency,burst,queries').split(','));
+const KEEP = process.env.BENCH_HISTORY_KEEP === '1';
+/** Which measurements to run (comma-separated: drain, latency, burst, queries, pruning); default all. */
+const ONLY = new Set((process.env.BENCH_HISTORY_ONLY ?? 'drain,latency,burst,queries,pruning').split(','));
+/**
+ * The base database's jobs, the newest of the history: enough for full pages everywhere (200 dead
+ * jobs at 0.5 % dead, 100 occurrences of each of the SCHEDULES schedules).
+ */
+const BASE_JOBS = 100_000;
 const DRAIN = 50_000;
 const BURST = 5_000;
 const QUERY_RUNS = 20;
+const QUERY_BUDGET_MS = 5_000;
 /** Rows per loading statement: each is one transaction, and progress is printed after each. */
 const LOAD_CHUNK = 500_000;
 const SCHEDULES = 1_000;
@@ -44,19 +76,19 @@ const DAY_MS = 86_400_000;
 const log = pino({ level: process.env.TIDEMARK_LOG_LEVEL ?? 'warn' }, pino.destination(2));
 const say = (text: string): void => void process.stderr.write(`bench history: ${text}\n`);
 
-type Db = { name: string; db: BenchDatabase; scheduleId: string };
-
 /**
- * Jobs as the scheduler makes them, 2 ms apart (500 a second), the newest finished 8 days ago: 99 %
- * succeeded (a tenth of them after one failed attempt, a job_attempts row), 0.5 % dead after four
- * attempts, 0.5 % cancelled; one occurrence each, across SCHEDULES every-minute schedules.
+ * Jobs as the scheduler makes them, spread evenly over `spanMs` up to `newest`: 99 % succeeded (a
+ * tenth of them after one failed attempt, a job_attempts row), 0.5 % dead after four attempts, 0.5 %
+ * cancelled; one occurrence each, across SCHEDULES every-minute schedules.
  */
 export async function loadHistory(
   db: BenchDatabase,
   n: number,
+  spanMs: number,
+  newest: Date,
 ): Promise<{ seconds: number; bytes: number; split: string }> {
   const t0 = performance.now();
-  const newest = new Date(Date.now() - 8 * DAY_MS);
+  const stepMs = spanMs / n;
   for (let from = 1; from <= n; from += LOAD_CHUNK) {
     const to = Math.min(n, from + LOAD_CHUNK - 1);
     await db.pool.query(
@@ -68,11 +100,11 @@ export async function loadHistory(
                 '{"report": "daily", "format": "pdf"}',
                 CASE WHEN g % 200 = 0 THEN 'dead' WHEN g % 200 = 1 THEN 'cancelled' ELSE 'succeeded' END,
                 x.t, CASE WHEN g % 200 = 0 THEN 4 WHEN g % 10 = 2 THEN 2 ELSE 1 END, 4,
-                'occurrence:' || (s.ids)[1 + g % ${SCHEDULES}] || ':' || to_char(x.t, 'YYYY-MM-DD"T"HH24:MI:SS.MS'),
+                'occurrence:' || (s.ids)[1 + g % ${SCHEDULES}] || ':' || to_char(x.t, 'YYYY-MM-DD"T"HH24:MI:SS.US'),
                 'host-1:1234:abcd', (s.ids)[1 + g % ${SCHEDULES}], x.t, x.t + interval '5 ms',
                 x.t + interval '2 s', CASE WHEN g % 200 = 0 THEN 'Error: upstream returned 503' END
            FROM generate_series($1::int, $2::int) g CROSS JOIN s
-           CROSS JOIN LATERAL (SELECT $3::timestamptz - (${n} - g) * interval '2 ms' AS t) x
+           CROSS JOIN LATERAL (SELECT $3::timestamptz - (${n} - g) * $4::float8 * interval '1 ms' AS t) x
          RETURNING id, schedule_id, created_at, attempt, state
        ), o AS (
          INSERT INTO occurrences (schedule_id, fire_at, state, materialised_at, epoch, job_id, source, schedule_version)
@@ -81,9 +113,9 @@ export async function loadHistory(
        INSERT INTO job_attempts (job_id, attempt, worker, started_at, finished_at, outcome, error)
        SELECT j.id, a, 'host-1:1234:abcd', j.created_at, j.created_at + interval '1 s', 'failed', 'Error: timeout'
          FROM j CROSS JOIN LATERAL generate_series(1, j.attempt - CASE WHEN j.state = 'dead' THEN 0 ELSE 1 END) a`,
-      [from, to, newest],
+      [from, to, newest, stepMs],
     );
-    say(`loaded ${to.toLocaleString('en')} of ${n.toLocaleString('en')} jobs`);
+    if (n > LOAD_CHUNK) say(`loaded ${to.toLocaleString('en')} of ${n.toLocaleString('en')} jobs`);
   }
   await db.pool.query('VACUUM ANALYZE jobs, job_attempts, occurrences');
   const seconds = (performance.now() - t0) / 1000;
@@ -96,21 +128,62 @@ export async function loadHistory(
   return { seconds, bytes, split };
 }
 
-async function prepare(name: string, history: number): Promise<Db> {
-  const db = await benchDatabase();
-  await db.pool.query(
-    `INSERT INTO schedules (tenant_id, name, spec, queue, kind, next_fire_at)
-     SELECT 'default', 'history-' || g, '* * * * *', 'hist-' || (g % 20), 'report', NULL FROM generate_series(1, $1) g`,
-    [SCHEDULES],
-  );
-  const { rows } = await db.pool.query<{ id: string }>(
-    `SELECT id FROM schedules WHERE name LIKE 'history-%' ORDER BY id LIMIT 1`,
-  );
-  if (history > 0) {
-    const loaded = await loadHistory(db, history);
-    loadStats.set(name, loaded);
+type Column = 'base' | 'history' | 'pruning';
+const COLUMNS: readonly Column[] = ['base', 'history', 'pruning'];
+
+interface Loaded {
+  seconds: number;
+  bytes: number;
+  split: string;
+}
+
+interface Db {
+  db: BenchDatabase;
+  jobs: JobClient;
+  scheduleId: string;
+  /** The newest loaded job: every job a measurement adds has a larger id. */
+  maxId: number;
+  loaded: Loaded | null;
+}
+
+async function prepare(kind: 'base' | 'history'): Promise<Db> {
+  const n = kind === 'base' ? Math.min(BASE_JOBS, N) : N;
+  const db = await benchDatabase(KEEP ? { keep: `hist_${N}_${DAYS}d_${kind}` } : {});
+  let loaded: Loaded | null = null;
+  if (db.created) {
+    await db.pool.query(
+      `INSERT INTO schedules (tenant_id, name, spec, queue, kind, next_fire_at)
+       SELECT 'default', 'history-' || g, '* * * * *', 'hist-' || (g % 20), 'report', NULL FROM generate_series(1, $1) g`,
+      [SCHEDULES],
+    );
+    loaded = await loadHistory(db, n, (DAYS * DAY_MS * n) / N, new Date());
+    await db.pool.query(`COMMENT ON DATABASE ${db.name} IS 'tidemark bench history: loaded'`);
+  } else {
+    const { rows } = await db.pool.query<{ c: string | null }>(
+      `SELECT shobj_description(oid, 'pg_database') AS c FROM pg_database WHERE datname = current_database()`,
+    );
+    if (rows[0]?.c !== 'tidemark bench history: loaded') {
+      throw new Error(`${db.name} exists but its load did not finish: drop it and run again`);
+    }
+    say(`${db.name}: kept from an earlier run`);
   }
-  return { name, db, scheduleId: rows[0]?.id ?? '' };
+  const { rows } = await db.pool.query<{ id: string; max: number }>(
+    `SELECT (SELECT id FROM schedules WHERE name = 'history-1') AS id,
+            (SELECT max(id) FROM jobs WHERE queue LIKE 'hist-%') AS max`,
+  );
+  return {
+    db,
+    jobs: new JobClient(db.pool),
+    scheduleId: rows[0]?.id ?? '',
+    maxId: rows[0]?.max ?? 0,
+    loaded,
+  };
+}
+
+/** Empties a measurement's queue (its jobs are all newer than the history) and vacuums, so no autovacuum runs inside the next measurement. */
+async function fresh(d: Db, queue: string): Promise<void> {
+  await d.db.pool.query('DELETE FROM jobs WHERE id > $1 AND queue = $2', [d.maxId, queue]);
+  await d.db.pool.query('VACUUM ANALYZE jobs');
 }
 
 interface Pruned {
@@ -118,24 +191,18 @@ interface Pruned {
   seconds: number;
   /** Duration of each jobs batch statement (1,000 jobs read, their attempts deleted with them). */
   batchMs: number[];
-}
-
-const loadStats = new Map<string, { seconds: number; bytes: number; split: string }>();
-
-async function fresh(db: BenchDatabase, queue: string): Promise<void> {
-  await db.pool.query('DELETE FROM jobs WHERE queue = $1', [queue]);
-  await db.pool.query('VACUUM ANALYZE jobs');
+  /** Measurements during which pruning found nothing to delete. */
+  idle: number;
 }
 
 /** Runs `during` with the maintenance role pruning beside it (default retention and pacing). */
-async function withPruning<T>(db: BenchDatabase, pruned: Pruned, during: () => Promise<T>): Promise<T> {
+async function withPruning<T>(d: Db, pruned: Pruned, during: () => Promise<T>): Promise<T> {
   let first: () => void = () => undefined;
-  const started = new Promise<void>((r) => (first = r));
+  const started = new Promise<boolean>((r) => (first = () => r(true)));
   let rows = 0;
   const m = new Maintenance({
-    pool: db.pool,
+    pool: d.db.pool,
     log,
-    intervalMs: 1_000,
     onBatch: (b) => {
       rows += b.deleted;
       if (b.table === 'jobs') pruned.batchMs.push(b.endedMs - b.startedMs);
@@ -143,7 +210,8 @@ async function withPruning<T>(db: BenchDatabase, pruned: Pruned, during: () => P
     },
   });
   m.start();
-  await started;
+  const working = await Promise.race([started, sleep(5_000).then(() => false)]);
+  if (!working) pruned.idle++;
   const t0 = performance.now();
   try {
     return await during();
@@ -155,220 +223,372 @@ async function withPruning<T>(db: BenchDatabase, pruned: Pruned, during: () => P
   }
 }
 
-async function drain(db: BenchDatabase, jobs: JobClient, pruning: Pruned | null) {
-  await fresh(db, 'drain');
+async function drain(d: Db): Promise<number> {
+  await fresh(d, 'drain');
   for (let i = 0; i < DRAIN; i += 10_000) {
-    await jobs.enqueueMany(Array.from({ length: 10_000 }, () => ({ queue: 'drain', kind: 'noop' })));
+    await d.jobs.enqueueMany(Array.from({ length: 10_000 }, () => ({ queue: 'drain', kind: 'noop' })));
   }
-  await db.pool.query('VACUUM ANALYZE jobs');
-  const run = async (): Promise<number> => {
-    let done = 0;
-    let finish: () => void = () => undefined;
-    const finished = new Promise<void>((resolve) => (finish = resolve));
-    const worker = new Worker({
-      pool: db.pool,
-      connectionString: db.url,
-      handlers: {
-        noop: () => {
-          if (++done === DRAIN) finish();
-          return Promise.resolve();
-        },
+  await d.db.pool.query('VACUUM ANALYZE jobs');
+  let done = 0;
+  let finish: () => void = () => undefined;
+  const finished = new Promise<void>((resolve) => (finish = resolve));
+  const worker = new Worker({
+    pool: d.db.pool,
+    connectionString: d.db.url,
+    handlers: {
+      noop: () => {
+        if (++done === DRAIN) finish();
+        return Promise.resolve();
       },
-      queues: [{ name: 'drain', concurrency: 2000 }],
-      log: createLogger('bench-worker'),
-    });
-    const t0 = performance.now();
-    await worker.start();
-    await finished;
-    await worker.stop();
-    return DRAIN / ((performance.now() - t0) / 1000);
-  };
-  return pruning === null ? run() : withPruning(db, pruning, run);
+    },
+    queues: [{ name: 'drain', concurrency: 2000 }],
+    log: createLogger('bench-worker'),
+  });
+  const t0 = performance.now();
+  await worker.start();
+  await finished;
+  await worker.stop();
+  return DRAIN / ((performance.now() - t0) / 1000);
 }
 
-async function latency(db: BenchDatabase, jobs: JobClient, pruning: Pruned | null) {
-  await fresh(db, 'latency');
-  const lat = await latencyMeasure(db, jobs, (measure) =>
-    pruning === null ? measure() : withPruning(db, pruning, measure),
-  );
+async function latency(d: Db, around: (measure: () => Promise<number[]>) => Promise<number[]>) {
+  await fresh(d, 'latency');
+  const lat = await latencyMeasure(d.db, d.jobs, around);
   return { p50: median(lat), p99: percentile(lat, 99) };
 }
 
 /** 5,000 one-off schedules due at one instant: fire time → the last occurrence written (ms). */
-async function burst(db: BenchDatabase, trial: number): Promise<number> {
+async function burst(d: Db, trial: number, around: (measure: () => Promise<number>) => Promise<number>) {
+  const db = d.db;
   let led: () => void = () => undefined;
   const leading = new Promise<void>((done) => (led = done));
   const scheduler = new Scheduler({ pool: db.pool, log, tickMs: 100, onLead: () => led() });
   await scheduler.start();
   await leading;
   try {
-    const fireAt = new Date(Math.ceil((Date.now() + 3000) / 1000) * 1000);
-    await db.pool.query(
-      `INSERT INTO schedules (tenant_id, name, spec, queue, kind, next_fire_at)
-       SELECT 'default', 'burst-' || $3 || '-' || g, 'at ' || $1, 'burst', 'k', $2 FROM generate_series(1, ${BURST}) g`,
-      [fireAt.toISOString(), fireAt, trial],
-    );
-    const deadline = Date.now() + 60_000;
-    for (;;) {
-      const { rows } = await db.pool.query<{ n: number; ms: number | null }>(
-        `SELECT count(*)::int AS n, (extract(epoch FROM max(o.materialised_at) - $1::timestamptz) * 1000)::float8 AS ms
-           FROM occurrences o JOIN schedules s ON s.id = o.schedule_id
-          WHERE s.name LIKE 'burst-' || $2 || '-%'`,
-        [fireAt, trial],
+    return await around(async () => {
+      const fireAt = new Date(Math.ceil((Date.now() + 3000) / 1000) * 1000);
+      await db.pool.query(
+        `INSERT INTO schedules (tenant_id, name, spec, queue, kind, next_fire_at)
+         SELECT 'default', 'burst-' || $3 || '-' || g, 'at ' || $1, 'burst', 'k', $2 FROM generate_series(1, ${BURST}) g`,
+        [fireAt.toISOString(), fireAt, trial],
       );
-      const r = rows[0];
-      if (r !== undefined && r.n === BURST) return r.ms ?? Number.NaN;
-      if (Date.now() > deadline) return Number.NaN;
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
+      const deadline = Date.now() + 60_000;
+      for (;;) {
+        const { rows } = await db.pool.query<{ n: number; ms: number | null }>(
+          `SELECT count(*)::int AS n, (extract(epoch FROM max(o.materialised_at) - $1::timestamptz) * 1000)::float8 AS ms
+             FROM occurrences o JOIN schedules s ON s.id = o.schedule_id
+            WHERE s.name LIKE 'burst-' || $2 || '-%'`,
+          [fireAt, trial],
+        );
+        const r = rows[0];
+        if (r !== undefined && r.n === BURST) return r.ms ?? Number.NaN;
+        if (Date.now() > deadline) return Number.NaN;
+        await sleep(100);
+      }
+    });
   } finally {
     await scheduler.stop();
     await db.pool.query(`DELETE FROM schedules WHERE name LIKE 'burst-%'`);
-    await db.pool.query(`DELETE FROM jobs WHERE queue = 'burst'`);
+    await db.pool.query(`DELETE FROM jobs WHERE id > $1 AND queue = 'burst'`, [d.maxId]);
   }
 }
 
+const lastHour = () => ({ from: new Date(Date.now() - 3_600_000), to: new Date() });
+
 /** The statements the API's list routes and the dashboard's overview run, and what each is for. */
-function queries(d: Db): [string, () => Promise<unknown>][] {
-  const pool = d.db.pool;
+function queries(d: Db, q: Queryable = d.db.pool): [string, () => Promise<unknown>][] {
   return [
-    ['GET /v1/jobs (first page, newest)', () => jobSearch(pool, { limit: 100 })],
-    ['GET /v1/jobs?state=succeeded', () => jobSearch(pool, { state: 'succeeded', limit: 100 })],
-    ['GET /v1/jobs?state=running', () => jobSearch(pool, { state: 'running', limit: 100 })],
-    ['GET /v1/jobs?tenantId=acme', () => jobSearch(pool, { tenantId: 'acme', limit: 100 })],
-    ['GET /v1/dead-letter', () => jobSearch(pool, { state: 'dead', limit: 200 })],
-    ['GET /v1/schedules/{id}/occurrences', () => occurrenceListBySchedule(pool, d.scheduleId, null, 100)],
-    ['GET /v1/workflows', () => workflowSearch(pool, { limit: 50 })],
-    ['overview: job counts per queue and state', () => jobCountOpenByQueueState(pool)],
-    ['overview: schedule lag', () => scheduleLagSeconds(pool)],
-    ['overview: oldest row per table', () => historyOldestRows(pool)],
+    ['GET /v1/jobs (first page, newest)', () => jobSearch(q, { limit: 100 })],
+    ['GET /v1/jobs?state=succeeded', () => jobSearch(q, { state: 'succeeded', limit: 100 })],
+    ['GET /v1/jobs?state=running', () => jobSearch(q, { state: 'running', limit: 100 })],
+    ['GET /v1/jobs?tenantId=acme', () => jobSearch(q, { tenantId: 'acme', limit: 100 })],
+    ['GET /v1/dead-letter', () => jobSearch(q, { state: 'dead', limit: 200 })],
+    ['GET /v1/job-counts', () => jobCountByState(q, { cap: 10_000 })],
+    ['GET /v1/schedules/{id}/occurrences', () => occurrenceListBySchedule(q, d.scheduleId, null, 100)],
+    ['GET /v1/workflows', () => workflowSearch(q, { limit: 50 })],
+    ['GET /v1/history: lateness per minute, last hour', () => historyLagPerMinute(q, lastHour())],
+    ['GET /v1/history: finished per minute, last hour', () => historyThroughputPerMinute(q, lastHour())],
+    ['GET /v1/history: backlog per minute, last hour', () => historyBacklogPerMinute(q, lastHour())],
+    ['overview: job counts per queue and state', () => jobCountOpenByQueueState(q)],
+    ['overview: schedule lag', () => scheduleLagSeconds(q)],
+    ['overview: oldest row per table', () => historyOldestRows(q)],
   ];
 }
 
-async function queryMs(run: () => Promise<unknown>): Promise<number> {
-  await run();
-  const times: number[] = [];
-  for (let i = 0; i < QUERY_RUNS; i++) {
-    const t0 = performance.now();
-    await run();
-    times.push(performance.now() - t0);
+/**
+ * Milliseconds per run of one statement on each database, run alternately (base, history, base, …,
+ * who goes first rotating), QUERY_RUNS times or as many as fit in QUERY_BUDGET_MS (at least 3),
+ * after one warm-up each: the medians are taken under the same load.
+ */
+async function queryMs(runs: (() => Promise<unknown>)[]): Promise<number[]> {
+  for (const run of runs) await run();
+  const times: number[][] = runs.map(() => []);
+  const t1 = performance.now();
+  for (let i = 0; i < QUERY_RUNS && (i < 3 || performance.now() - t1 < QUERY_BUDGET_MS); i++) {
+    for (let k = 0; k < runs.length; k++) {
+      const j = (i + k) % runs.length;
+      const t0 = performance.now();
+      await runs[j]?.();
+      times[j]?.push(performance.now() - t0);
+    }
   }
-  return median(times);
+  return times.map(median);
+}
+
+interface PlanNode {
+  'Shared Hit Blocks': number;
+  'Shared Read Blocks': number;
+}
+
+/**
+ * Pages (shared buffers hit or read) each statement touches, by EXPLAIN (ANALYZE, BUFFERS) of what
+ * it sends: a count the machine's load does not change, beside the times it does.
+ */
+async function queryPages(d: Db): Promise<number[]> {
+  let pages = 0;
+  const explain: Queryable = {
+    query: (async (q: string | { text: string; values?: unknown[] }, v?: unknown[]) => {
+      const text = typeof q === 'string' ? q : q.text;
+      const values = typeof q === 'string' ? v : q.values;
+      const { rows } = await d.db.pool.query<{ 'QUERY PLAN': { Plan: PlanNode }[] }>(
+        `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${text}`,
+        values,
+      );
+      const plan = rows[0]?.['QUERY PLAN'][0]?.Plan;
+      pages += (plan?.['Shared Hit Blocks'] ?? 0) + (plan?.['Shared Read Blocks'] ?? 0);
+      return { rows: [] };
+    }) as Queryable['query'],
+  };
+  const out: number[] = [];
+  for (const [, run] of queries(d, explain)) {
+    await run();
+    pages = 0;
+    await run();
+    out.push(pages);
+  }
+  return out;
+}
+
+const TABLES = ['jobs', 'job_attempts', 'occurrences'];
+
+/** Bytes on disk per table (heap, indexes, TOAST), and what share of the heap is free for reuse. */
+async function diskUse(d: Db): Promise<{ table: string; bytes: number; freePct: number | null }[]> {
+  const stat = await d.db.pool
+    .query('CREATE EXTENSION IF NOT EXISTS pgstattuple')
+    .then(() => true)
+    .catch(() => false);
+  const { rows } = await d.db.pool.query<{ table: string; bytes: number; free: number | null }>(
+    `SELECT c::text AS table, pg_total_relation_size(c)::float8 AS bytes,
+            ${stat ? '(pgstattuple_approx(c)).approx_free_percent' : 'NULL'}::float8 AS free
+       FROM unnest($1::regclass[]) c`,
+    [TABLES],
+  );
+  return rows.map((r) => ({ table: r.table, bytes: r.bytes, freePct: r.free }));
+}
+
+/**
+ * Runs the maintenance role's passes (default retention, batch and duty cycle) until one deletes
+ * nothing: the rate it sustains with nothing else running.
+ */
+async function pruneToSteadyState(d: Db): Promise<{ rows: number; seconds: number; passes: number }> {
+  const m = new Maintenance({ pool: d.db.pool, log });
+  const t0 = performance.now();
+  let rows = 0;
+  let passes = 0;
+  try {
+    for (;;) {
+      const pass = await m.runPass();
+      passes++;
+      const n = Object.values(pass.deleted).reduce((a, b) => a + b, 0);
+      rows += n;
+      if (n === 0 || !pass.held) break;
+      say(`pass ${passes}: ${n.toLocaleString('en')} rows in ${fmt(pass.durationMs / 1000, 1)} s`);
+    }
+  } finally {
+    await m.stop();
+  }
+  return { rows, seconds: (performance.now() - t0) / 1000, passes };
 }
 
 const fmt = (v: number, digits = 0): string => v.toFixed(digits);
 const range = (values: number[], digits = 0): string =>
   `${fmt(Math.min(...values), digits)}–${fmt(Math.max(...values), digits)}`;
+const gib = (bytes: number): string => `${fmt(bytes / 2 ** 30, 2)} GiB`;
+const LABEL: Record<Column, string> = {
+  base: `base (newest ${BASE_JOBS.toLocaleString('en')} only)`,
+  history: 'history',
+  pruning: 'history, while pruning',
+};
 
 export const bench: Bench = async () => {
-  say(`empty database, then ${N.toLocaleString('en')} jobs of history…`);
-  const empty = await prepare('empty', 0);
-  const full = await prepare('history', N);
+  const perSecond = N / (DAYS * 86_400);
+  say(
+    `${N.toLocaleString('en')} jobs over ${DAYS} days (${fmt(perSecond, 1)} jobs/s, 1/${fmt(500 / perSecond)} of 500/s)…`,
+  );
+  const base = await prepare('base');
+  const full = await prepare('history');
+  const dbs: Record<Column, Db> = { base, history: full, pruning: full };
+  const columns = COLUMNS.filter((c) => c !== 'pruning' || ONLY.has('pruning'));
   const rows: BenchRow[] = [];
   try {
-    const loaded = loadStats.get('history');
-    if (loaded !== undefined) {
+    if (full.loaded !== null) {
       rows.push({
         group: 'history',
         name: `load ${N.toLocaleString('en')} jobs + attempts + occurrences`,
-        value: `${fmt(loaded.seconds)} s`,
-        note: `${fmt(N / loaded.seconds)} jobs/s by generate_series; ${fmt(loaded.bytes / 2 ** 30, 2)} GiB of rows and indexes, ${fmt(loaded.bytes / N)} bytes per job (${loaded.split})`,
-      });
-    }
-    const jobsEmpty = new JobClient(empty.db.pool);
-    const jobsFull = new JobClient(full.db.pool);
-    const pruned: Pruned = { rows: 0, seconds: 0, batchMs: [] };
-    const drains: Record<'empty' | 'history' | 'pruning', number[]> = { empty: [], history: [], pruning: [] };
-    const lats: Record<'empty' | 'history' | 'pruning', { p50: number; p99: number }[]> = {
-      empty: [],
-      history: [],
-      pruning: [],
-    };
-    for (let t = 0; t < (ONLY.has('drain') ? TRIALS : 0); t++) {
-      say(`drain, trial ${t + 1} of ${TRIALS}…`);
-      drains.empty.push(await drain(empty.db, jobsEmpty, null));
-      drains.history.push(await drain(full.db, jobsFull, null));
-      drains.pruning.push(await drain(full.db, jobsFull, pruned));
-    }
-    for (let t = 0; t < (ONLY.has('latency') ? TRIALS : 0); t++) {
-      say(`latency, trial ${t + 1} of ${TRIALS}…`);
-      lats.empty.push(await latency(empty.db, jobsEmpty, null));
-      lats.history.push(await latency(full.db, jobsFull, null));
-      lats.pruning.push(await latency(full.db, jobsFull, pruned));
-    }
-    const bursts: Record<'empty' | 'history', number[]> = { empty: [], history: [] };
-    for (let t = 0; t < (ONLY.has('burst') ? TRIALS : 0); t++) {
-      say(`burst, trial ${t + 1} of ${TRIALS}…`);
-      bursts.empty.push(await burst(empty.db, t));
-      bursts.history.push(await burst(full.db, t));
-    }
-    const base = median(drains.empty);
-    for (const k of ONLY.has('drain') ? (['empty', 'history', 'pruning'] as const) : []) {
-      const m = median(drains[k]);
-      rows.push({
-        group: 'history',
-        name: `drain ${DRAIN.toLocaleString('en')}: ${k === 'pruning' ? 'history, while pruning' : k}`,
-        value: `${fmt(m)} jobs/s`,
-        target: k === 'empty' ? '' : k === 'history' ? '≥ 0.8× empty' : '≥ 0.9× history',
-        note: `${(m / base).toFixed(2)}× empty${k === 'pruning' ? `, ${(m / median(drains.history)).toFixed(2)}× history` : ''}; median of ${TRIALS}: ${range(drains[k])}`,
-      });
-    }
-    const p50e = median(lats.empty.map((l) => l.p50));
-    const p99e = median(lats.empty.map((l) => l.p99));
-    for (const k of ONLY.has('latency') ? (['empty', 'history', 'pruning'] as const) : []) {
-      const p50 = median(lats[k].map((l) => l.p50));
-      const p99 = median(lats[k].map((l) => l.p99));
-      rows.push({
-        group: 'history',
-        name: `enqueue → start, ${LATENCY_JOBS} at ${LATENCY_RATE}/s: ${k === 'pruning' ? 'history, while pruning' : k}`,
-        value: `p50 ${fmt(p50, 2)} ms, p99 ${fmt(p99, 2)} ms`,
-        note: `${(p50 / p50e).toFixed(2)}× / ${(p99 / p99e).toFixed(2)}× empty; median of ${TRIALS}: p50 ${range(
-          lats[k].map((l) => l.p50),
-          2,
-        )}, p99 ${range(
-          lats[k].map((l) => l.p99),
-          2,
-        )} ms`,
-      });
-    }
-    for (const k of ONLY.has('burst') ? (['empty', 'history'] as const) : []) {
-      const m = median(bursts[k]);
-      rows.push({
-        group: 'history',
-        name: `burst ${BURST.toLocaleString('en')} occurrences: ${k}`,
-        value: `${fmt(m)} ms`,
-        note: `fire time → all written; ${(m / median(bursts.empty)).toFixed(2)}× empty; median of ${TRIALS}: ${range(bursts[k])}`,
+        value: `${fmt(full.loaded.seconds)} s`,
+        note: `${fmt(N / full.loaded.seconds)} jobs/s by generate_series; ${gib(full.loaded.bytes)} of rows and indexes, ${fmt(full.loaded.bytes / N)} bytes per job (${full.loaded.split})`,
       });
     }
     rows.push({
       group: 'history',
-      name: 'pruning rate while the rows above ran',
-      value: `${fmt(pruned.rows / Math.max(pruned.seconds, 1e-9))} rows/s`,
-      note: `${pruned.rows.toLocaleString('en')} rows (jobs, attempts) in ${fmt(pruned.seconds, 1)} s at the default batch and duty cycle; a jobs batch took p50 ${fmt(median(pruned.batchMs), 1)} ms, p99 ${fmt(percentile(pruned.batchMs, 99), 1)} ms`,
+      name: 'scaling',
+      value: `${fmt(perSecond, 1)} jobs/s for ${DAYS} days`,
+      note: `1/${fmt(500 / perSecond)} of the source's 500 jobs/s, over the whole retention period and a day more; default retention (succeeded 7 d) finds ~${Math.round(((N / DAYS) * (DAYS - 7)) / 1000) * 1000} jobs due`,
     });
-    if (!ONLY.has('queries')) return rows;
-    say('list and overview queries…');
-    for (const d of [empty, full]) {
-      await fresh(d.db, 'drain');
-      await fresh(d.db, 'latency');
+    const diskBefore = ONLY.has('pruning') ? await diskUse(full) : [];
+    const pruned: Pruned = { rows: 0, seconds: 0, batchMs: [], idle: 0 };
+    const plain = <T>(measure: () => Promise<T>): Promise<T> => measure();
+    const around =
+      (c: Column) =>
+      <T>(measure: () => Promise<T>): Promise<T> =>
+        c === 'pruning' ? withPruning(full, pruned, measure) : plain(measure);
+    const drains = { base: [], history: [], pruning: [] } as Record<Column, number[]>;
+    const lats = { base: [], history: [], pruning: [] } as Record<Column, { p50: number; p99: number }[]>;
+    const bursts = { base: [], history: [], pruning: [] } as Record<Column, number[]>;
+    const names = queries(base).map(([name]) => name);
+    const qms = { base: [] as number[][], history: [] as number[][] };
+    let burstN = 0;
+    for (let t = 0; t < TRIALS; t++) {
+      // Rotated, so no column always runs right after another's vacuum or checkpoint.
+      const order = columns.map((_, i) => columns[(i + t) % columns.length] ?? 'base');
+      if (ONLY.has('drain')) {
+        say(`drain, trial ${t + 1} of ${TRIALS}…`);
+        for (const c of order) drains[c].push(await around(c)(() => drain(dbs[c])));
+      }
+      if (ONLY.has('latency')) {
+        say(`latency, trial ${t + 1} of ${TRIALS}…`);
+        for (const c of order) lats[c].push(await latency(dbs[c], around(c)));
+      }
+      if (ONLY.has('burst')) {
+        say(`burst, trial ${t + 1} of ${TRIALS}…`);
+        for (const c of order) bursts[c].push(await burst(dbs[c], burstN++, around(c)));
+      }
+      if (ONLY.has('queries')) {
+        say(`list and overview queries, trial ${t + 1} of ${TRIALS}…`);
+        for (const d of [base, full]) {
+          await fresh(d, 'drain');
+          await fresh(d, 'latency');
+        }
+        const b = queries(base);
+        const h = queries(full);
+        const ms: number[][] = [];
+        for (let i = 0; i < b.length; i++) {
+          ms.push(
+            await queryMs([b[i]?.[1] ?? (() => Promise.resolve()), h[i]?.[1] ?? (() => Promise.resolve())]),
+          );
+        }
+        qms.base.push(ms.map((m) => m[0] ?? Number.NaN));
+        qms.history.push(ms.map((m) => m[1] ?? Number.NaN));
+      }
     }
-    const emptyQueries = queries(empty);
-    const fullQueries = queries(full);
-    for (let i = 0; i < emptyQueries.length; i++) {
-      const [name, runEmpty] = emptyQueries[i] ?? ['', () => Promise.resolve()];
-      const runFull = fullQueries[i]?.[1] ?? (() => Promise.resolve());
-      const e = await queryMs(runEmpty);
-      const h = await queryMs(runFull);
-      rows.push({
-        group: 'history',
-        name,
-        value: `${fmt(h, 2)} ms`,
-        note: `empty ${fmt(e, 2)} ms; ${(h / e).toFixed(2)}×; median of ${QUERY_RUNS}`,
+    const ratio = (c: Column, v: (k: Column) => number): string =>
+      c === 'base'
+        ? ''
+        : `${(v(c) / v('base')).toFixed(2)}× base${c === 'pruning' ? `, ${(v(c) / v('history')).toFixed(2)}× history` : ''}; `;
+    if (ONLY.has('drain')) {
+      const m = (c: Column) => median(drains[c]);
+      for (const c of columns) {
+        rows.push({
+          group: 'history',
+          name: `drain ${DRAIN.toLocaleString('en')}: ${LABEL[c]}`,
+          value: `${fmt(m(c))} jobs/s`,
+          target: c === 'base' ? '' : c === 'history' ? '≥ 0.8× base' : '≥ 0.9× history',
+          note: `${ratio(c, m)}median of ${TRIALS}: ${range(drains[c])}`,
+        });
+      }
+    }
+    if (ONLY.has('latency')) {
+      const p50 = (c: Column) => median(lats[c].map((l) => l.p50));
+      const p99 = (c: Column) => median(lats[c].map((l) => l.p99));
+      for (const c of columns) {
+        rows.push({
+          group: 'history',
+          name: `enqueue → start, ${LATENCY_JOBS} at ${LATENCY_RATE}/s: ${LABEL[c]}`,
+          value: `p50 ${fmt(p50(c), 2)} ms, p99 ${fmt(p99(c), 2)} ms`,
+          target: c === 'base' ? '' : c === 'history' ? '≤ 1.2× base' : '≤ 1.1× history',
+          note: `p50 ${ratio(c, p50)}p99 ${ratio(c, p99)}median of ${TRIALS}: p50 ${range(
+            lats[c].map((l) => l.p50),
+            2,
+          )}, p99 ${range(
+            lats[c].map((l) => l.p99),
+            2,
+          )} ms`,
+        });
+      }
+    }
+    if (ONLY.has('burst')) {
+      const m = (c: Column) => median(bursts[c]);
+      for (const c of columns) {
+        rows.push({
+          group: 'history',
+          name: `burst ${BURST.toLocaleString('en')} occurrences: ${LABEL[c]}`,
+          value: `${fmt(m(c))} ms`,
+          target: c === 'base' ? '' : c === 'history' ? '≤ 1.2× base' : '',
+          note: `fire time → all written; ${ratio(c, m)}median of ${TRIALS}: ${range(bursts[c])}`,
+        });
+      }
+    }
+    if (ONLY.has('queries')) {
+      const pages = { base: await queryPages(base), history: await queryPages(full) };
+      names.forEach((name, i) => {
+        const m = (c: 'base' | 'history') => median(qms[c].map((q) => q[i] ?? Number.NaN));
+        const p = (c: 'base' | 'history') => pages[c][i] ?? Number.NaN;
+        rows.push({
+          group: 'history',
+          name,
+          value: `${fmt(m('base'), 2)} / ${fmt(m('history'), 2)} ms`,
+          target: '≤ 1.2× base',
+          note: `base / history, ${(m('history') / m('base')).toFixed(2)}×, runs alternating, median of ${TRIALS} trials; pages touched ${p('base')} / ${p('history')}`,
+        });
       });
     }
+    if (!ONLY.has('pruning')) return rows;
+    rows.push({
+      group: 'history',
+      name: 'pruning rate while the rows above ran',
+      value: `${fmt(pruned.rows / Math.max(pruned.seconds, 1e-9))} rows/s`,
+      note: `${pruned.rows.toLocaleString('en')} rows (jobs, attempts) in ${fmt(pruned.seconds, 1)} s at the default batch and duty cycle; a jobs batch took p50 ${fmt(median(pruned.batchMs), 1)} ms, p99 ${fmt(percentile(pruned.batchMs, 99), 1)} ms${pruned.idle > 0 ? `; found nothing to prune in ${pruned.idle} measurements` : ''}`,
+    });
+    say('pruning to steady state…');
+    const steady = await pruneToSteadyState(full);
+    rows.push({
+      group: 'history',
+      name: 'pruning to steady state, nothing else running',
+      value: `${fmt(steady.rows / Math.max(steady.seconds, 1e-9))} rows/s`,
+      note: `${steady.rows.toLocaleString('en')} rows in ${fmt(steady.seconds, 1)} s, ${steady.passes} passes`,
+    });
+    // What autovacuum would do next; the files keep their size, the freed space is reused.
+    await full.db.pool.query(`VACUUM ANALYZE ${TABLES.join(', ')}`);
+    const diskAfter = await diskUse(full);
+    const { rows: left } = await full.db.pool.query<{ n: number }>(
+      `SELECT (reltuples)::float8 AS n FROM pg_class WHERE oid = 'jobs'::regclass`,
+    );
+    const before = diskBefore.reduce((a, r) => a + r.bytes, 0);
+    const after = diskAfter.reduce((a, r) => a + r.bytes, 0);
+    rows.push({
+      group: 'history',
+      name: 'disk after a simulated week with default retention',
+      value: gib(after),
+      note: `${diskAfter
+        .map((r) => `${r.table} ${gib(r.bytes)}${r.freePct === null ? '' : ` (${fmt(r.freePct)} % free)`}`)
+        .join(
+          ', ',
+        )}; ${gib(before)} before pruning; ~${Math.round((left[0]?.n ?? 0) / 1000) * 1000} jobs left`,
+    });
     return rows;
   } finally {
-    await empty.db.close();
+    await base.db.close();
     await full.db.close();
   }
 };

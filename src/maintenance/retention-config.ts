@@ -139,8 +139,11 @@ function overrides(
 /** What Maintenance runs: null when retention is switched off. */
 export interface RetentionPlan {
   policy: RetentionPolicy;
-  /** Shortest job retention anywhere in the policy (seconds); null when every job is kept forever. */
-  jobHorizonS: number | null;
+  /**
+   * Shortest retention of succeeded, dead and cancelled jobs anywhere in the policy (seconds); null
+   * when every such job is kept forever.
+   */
+  jobHorizonS: { succeeded: number | null; dead: number | null; cancelled: number | null };
   occurrenceHorizonS: number | null;
   workflowHorizonS: number | null;
   /** Stopped and lost workers' registry rows; null: kept forever. */
@@ -190,7 +193,11 @@ export function retentionPlan(config: unknown = {}, field = 'retention'): Retent
   return {
     workersS: workersS < 0 ? null : workersS,
     policy,
-    jobHorizonS: shortest(policy, ['succeeded', 'cancelled', 'dead'], true),
+    jobHorizonS: {
+      succeeded: shortest(policy, ['succeeded'], true),
+      dead: shortest(policy, ['dead'], true),
+      cancelled: shortest(policy, ['cancelled'], true),
+    },
     occurrenceHorizonS: shortest(policy, ['occurrences'], true),
     // Workflows have no queue: only defaults and tenant overrides apply.
     workflowHorizonS: shortest(policy, ['succeeded', 'cancelled', 'dead'], false),

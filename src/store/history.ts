@@ -64,7 +64,7 @@ export interface ThroughputMinute {
 }
 
 /**
- * Jobs succeeded and attempts failed per minute of finish time (jobs_finished_brin,
+ * Jobs succeeded and attempts failed per minute of finish time (jobs_finished_idx,
  * job_attempts_finished_brin). A success lives on the job row (0019); a failure is an attempt row.
  * Jobs and attempts that retention has deleted are not counted: keep the window inside retention.
  */
@@ -106,7 +106,7 @@ export interface BacklogMinute {
  * The backlog at the end of each minute, rebuilt from the jobs' times: a job waits from when it is
  * both created and due until it starts (or is cancelled unstarted). The jobs that can have waited
  * inside the window are the open ones and those finished since it began, each read through an index
- * (the open states' partial indexes, jobs_finished_brin); each adds +1 when it starts waiting and -1
+ * (the open states' partial indexes, jobs_finished_idx); each adds +1 when it starts waiting and -1
  * when it stops, summed minute by minute. A retried job counts from its latest due time only (its
  * row keeps the latest attempt's times). Waiting at instant A is the sum of the steps before A.
  */
@@ -132,7 +132,7 @@ export async function historyBacklogPerMinute(
                 AND ($3::text IS NULL OR tenant_id = $3) AND ($4::text IS NULL OR queue = $4)
              UNION
              SELECT id, created_at, run_at, started_at, finished_at FROM jobs
-              WHERE finished_at >= $1
+              WHERE state IN ('succeeded', 'dead', 'cancelled') AND finished_at >= $1
                 AND ($3::text IS NULL OR tenant_id = $3) AND ($4::text IS NULL OR queue = $4)
            ), spans AS (
              SELECT greatest(created_at, run_at) AS due,

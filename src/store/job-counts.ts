@@ -59,6 +59,17 @@ export async function jobCountByState(db: Queryable, f: JobCountFilter): Promise
   const matches = `($3::text IS NULL OR kind = $3) AND ($5::jsonb IS NULL OR payload @> $5::jsonb)`;
   const counts = await Promise.all(
     states.map(async (state) => {
+      if (state === 'dead' && f.tenantId === undefined && !search) {
+        // The dead letter per queue is kept as a count (job_dead_counts, 0027).
+        const { rows } = await db.query<{ n: number }>({
+          name: 'jobCountByState:dead:kept',
+          text: `SELECT least(coalesce(sum(n), 0), $2)::int AS n FROM job_dead_counts
+                  WHERE n > 0 AND ($1::text IS NULL OR queue = $1)`,
+          values: [f.queue ?? null, f.cap],
+        });
+        const n = rows[0]?.n ?? 0;
+        return [state, { n, read: n }] as const;
+      }
       const byId = search ? SCAN_BY_ID[state] : undefined;
       const { rows } = await db.query<{ n: number; read: number }>({
         name: `jobCountByState:${state}${byId === undefined ? '' : ':scan'}`,

@@ -321,6 +321,20 @@ export async function jobClaimLimitsGet(db: Queryable, queues: readonly string[]
   };
 }
 
+/**
+ * A data-modifying CTE (it runs whether or not anything reads it) that adds `sign` × the rows of
+ * `rows` matching `where` to their queues' dead-letter counts (job_dead_counts, migration 0027).
+ * Every statement that moves a job into or out of `dead` includes it; deletes and inserts are
+ * counted by the table's triggers. Queue order, so two writers never deadlock on the count rows.
+ */
+function deadCountAdd(rows: string, where: string, sign: 1 | -1): string {
+  return `dead_count AS (
+        INSERT INTO job_dead_counts AS c (queue, n)
+        SELECT queue, ${sign === 1 ? '' : '-'}count(*) FROM ${rows} WHERE ${where} GROUP BY queue ORDER BY queue
+        ON CONFLICT (queue) DO UPDATE SET n = c.n + EXCLUDED.n
+      )`;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Finish: success, failure, release. Each writes only rows still running under (owner, attempt).
 
@@ -457,12 +471,13 @@ export async function jobFailMany(
                run_at = CASE WHEN n.state = 'failed' THEN n.retry_at ELSE j.run_at END,
                finished_at = CASE WHEN n.state = 'failed' THEN NULL ELSE now() END
         FROM next n WHERE j.id = n.id
-        RETURNING j.id, j.attempt, j.state, j.run_at, n.outcome, n.error, n.started_at
+        RETURNING j.id, j.queue, j.attempt, j.state, j.run_at, n.outcome, n.error, n.started_at
       ),
       history AS (
         INSERT INTO job_attempts (job_id, attempt, worker, started_at, finished_at, outcome, error)
         SELECT id, attempt, $6, started_at, now(), outcome, error FROM done
-      )
+      ),
+      ${deadCountAdd('done', "state = 'dead'", 1)}
       SELECT id, state, run_at AS "runAt" FROM done`,
     values: [
       arrayLiteral(batch.map((f) => f.id)),
@@ -642,7 +657,8 @@ export async function jobReapExpired(db: Queryable, limit: number): Promise<JobR
       history AS (
         INSERT INTO job_attempts (job_id, attempt, worker, started_at, finished_at, outcome, error)
         SELECT id, attempt, owner, started_at, now(), 'lease_lost', last_error FROM done
-      )
+      ),
+      ${deadCountAdd('done', "state = 'dead'", 1)}
       SELECT id, queue, state, owner FROM done`,
     [limit],
   );
@@ -799,12 +815,18 @@ async function jobRetryManyTx(
 ): Promise<number[]> {
   await workflowJobsLock(db, [...ids]);
   const result = await db.query<{ id: number }>(
-    `WITH done AS (
+    `WITH target AS (
+        -- Locked first, so the state each had before is known: a dead one leaves the dead letter.
+        SELECT id, queue, state FROM jobs WHERE id = ANY ($1::bigint[]) AND state IN ('dead', 'cancelled', 'failed')
+        FOR UPDATE
+      ),
+      done AS (
         UPDATE jobs SET state = 'available', run_at = now(), finished_at = NULL, cancel_requested_at = NULL,
                max_attempts = greatest(max_attempts, attempt + $2)
-        WHERE id = ANY ($1::bigint[]) AND state IN ('dead', 'cancelled', 'failed')
+        WHERE id = ANY (ARRAY(SELECT id FROM target)) AND state IN ('dead', 'cancelled', 'failed')
         RETURNING id, queue
       ),
+      ${deadCountAdd('target', "state = 'dead' AND id IN (SELECT id FROM done)", -1)},
       wake AS (SELECT pg_notify('tidemark_jobs', queue) FROM (SELECT DISTINCT queue FROM done) d)
       SELECT id FROM done WHERE (SELECT count(*) FROM wake) >= 0`,
     [ids, extraAttempts],

@@ -53,6 +53,21 @@ function fenceValues(fence: Fence, now: Date | null, policy: RetentionPolicy): u
   return [fence.lease, fence.holder, fence.epoch, now, JSON.stringify(policy)];
 }
 
+/**
+ * Which jobs a pruning walk reads: every job by the primary key (`id`), or only the dead or the
+ * cancelled ones, each through its own partial index (0021). Dead and cancelled jobs are kept longer
+ * than succeeded ones (30 days against 7 by default), so once a walk by id has passed them they stay
+ * behind it as a thin layer, 1 % of a month of jobs; their own walks reach them without reading
+ * everything else, and the walk by id can start after them (Maintenance keeps where).
+ */
+export type JobPruneWalk = 'id' | 'dead' | 'cancelled';
+
+const WALK_WHERE: Record<JobPruneWalk, string> = {
+  id: 'true',
+  dead: `state = 'dead'`,
+  cancelled: `state = 'cancelled'`,
+};
+
 export interface JobPruneResult {
   fenced: boolean;
   scanned: number;
@@ -61,21 +76,29 @@ export interface JobPruneResult {
   attempts: number;
   /** The last id read: the next batch starts after it. */
   lastId: number;
+  /**
+   * The first id read that stays and is neither dead nor cancelled (not yet due, or not finished):
+   * null when there was none. A walk by id must come back to it; what comes before it is left to
+   * the dead and cancelled walks.
+   */
+  firstKept: number | null;
   /** Every row read was created after the horizon, so no later row can be due either. */
   young: boolean;
 }
 
 /**
- * Reads the next `scan` jobs by id after `afterId` and deletes those finished (succeeded, cancelled,
- * dead) longer ago than their retention; their job_attempts rows go with them (jobs_delete trigger,
- * 0013). `horizonS` is the shortest retention in the policy: a job created less than that long ago
- * cannot be due (it finished after it was created), so a page of only such jobs ends the pass.
+ * Reads the next `scan` jobs of a walk (by id after `afterId`) and deletes those finished
+ * (succeeded, cancelled, dead) longer ago than their retention; their job_attempts rows go with them
+ * (jobs_delete trigger, 0013). `horizonS` is the shortest retention that applies to the walk's jobs:
+ * a job created less than that long ago cannot be due (it finished after it was created), so a page
+ * of only such jobs ends the walk.
  */
 export async function jobPruneBatch(
   db: Queryable,
   fence: Fence,
   now: Date | null,
   policy: RetentionPolicy,
+  walk: JobPruneWalk,
   afterId: number,
   scan: number,
   horizonS: number,
@@ -87,12 +110,13 @@ export async function jobPruneBatch(
     deleted: number;
     attempts: number;
     last_id: number | null;
+    first_kept: number | null;
     young: boolean | null;
   }>({
-    name: 'jobPruneBatch',
+    name: `jobPruneBatch:${walk}`,
     text: `WITH ${PROLOGUE}, scan AS (
-             SELECT id, created_at FROM jobs
-              WHERE id > $6 AND EXISTS (SELECT 1 FROM fence)
+             SELECT id, created_at, state FROM jobs
+              WHERE ${WALK_WHERE[walk]} AND id > $6 AND EXISTS (SELECT 1 FROM fence)
               ORDER BY id LIMIT $7
            ), del AS (
              DELETE FROM jobs j USING t
@@ -107,6 +131,8 @@ export async function jobPruneBatch(
                   -- The statement's snapshot still sees the attempts the trigger deletes.
                   (SELECT count(*) FROM job_attempts a WHERE a.job_id = ANY (ARRAY(SELECT id FROM del)))::int AS attempts,
                   (SELECT max(id) FROM scan) AS last_id,
+                  (SELECT min(id) FROM scan WHERE state NOT IN ('dead', 'cancelled')
+                      AND id <> ALL (ARRAY(SELECT id FROM del))) AS first_kept,
                   (SELECT min(created_at) FROM scan) >= (SELECT now FROM t) - make_interval(secs => $8) AS young`,
     values: [...fenceValues(fence, now, policy), afterId, scan, horizonS],
   });
@@ -118,6 +144,7 @@ export async function jobPruneBatch(
     deleted: row.deleted,
     attempts: row.attempts,
     lastId: row.last_id ?? afterId,
+    firstKept: row.first_kept,
     young: row.young ?? true,
   };
 }

@@ -13,7 +13,7 @@ import {
   historyThroughputPerMinute,
 } from '../../src/store/history.ts';
 import { jobCountByState } from '../../src/store/job-counts.ts';
-import { JOB_SCAN_LIMIT, jobDeadIdsSearch, jobSearch } from '../../src/store/job-search.ts';
+import { JOB_SCAN_LIMIT, jobDeadIdsSearch, jobIdsInTenant, jobSearch } from '../../src/store/job-search.ts';
 import {
   occurrenceLatenessBySchedule,
   occurrenceLatenessPerMinute,
@@ -21,6 +21,7 @@ import {
 import { occurrenceCountAtFireTimes, occurrenceListBySchedule } from '../../src/store/occurrences.ts';
 import type { PoolClient } from '../../src/store/pool.ts';
 import { historyOldestRows, jobCountOpenByQueueState, scheduleLagSeconds } from '../../src/store/stats.ts';
+import { workflowNodeList } from '../../src/store/workflow-nodes.ts';
 import { workflowSearch } from '../../src/store/workflow-search.ts';
 import {
   workflowTimelineByKeys,
@@ -127,6 +128,10 @@ test('list and overview statements use indexes on a database with history', asyn
   );
   await db.pool.query('VACUUM ANALYZE');
 
+  const { rows: page } = await db.pool.query<{ id: number }>(
+    `SELECT id FROM jobs WHERE id % 10 = 0 ORDER BY id DESC LIMIT 100`,
+  );
+  const pageIds = page.map((r) => r.id);
   const from = new Date(Date.now() - 3_600_000);
   const to = new Date();
   // A lateness read aggregates every occurrence in its range (3,600 in this hour) and reads the BRIN
@@ -211,6 +216,9 @@ test('list and overview statements use indexes on a database with history', asyn
       (tx) => workflowTimelineCriticalPath(tx, 'chain', 1000),
       5 * 1000 + ROWS_PER_PAGE,
     ],
+    ['a workflow’s nodes', (tx) => workflowNodeList(tx, 'wf7', { after: null, state: null, limit: 100 })],
+    // A bulk action's tenant check, for a page of 100 ids.
+    ['ids in a tenant', (tx) => jobIdsInTenant(tx, pageIds, 'default')],
     ['overview: job counts', (tx) => jobCountOpenByQueueState(tx)],
     ['overview: schedule lag', (tx) => scheduleLagSeconds(tx)],
     ['overview: oldest rows', (tx) => historyOldestRows(tx)],

@@ -3,6 +3,8 @@ import { test } from 'node:test';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { exportSchedulerMetrics, exportWorkerMetrics } from '../../src/api/process-metrics.ts';
 import { SchedulerMetrics } from '../../src/scheduler/metrics.ts';
+import { jobFailMany } from '../../src/store/jobs.ts';
+import { withTransaction } from '../../src/store/pool.ts';
 import { QueueStats } from '../../src/worker/metrics.ts';
 import { startTestApi } from './support.ts';
 
@@ -92,8 +94,16 @@ test('/metrics: backlog, running and dead per queue, schedule lag and request co
       ],
     },
   });
-  await api.db.pool.query(
-    "UPDATE jobs SET state = 'dead', finished_at = now() WHERE id = (SELECT max(id) FROM jobs WHERE queue = 'm2')",
+  // Made dead by the statement that fails a job for good (its dead-letter count is kept, 0027).
+  const m2 = await api.db.pool.query<{ id: number }>(
+    `UPDATE jobs SET state = 'running', attempt = 1, lease_owner = 'w', started_at = now(),
+            lease_expires_at = now() + interval '1 minute'
+      WHERE queue = 'm2' RETURNING id`,
+  );
+  await withTransaction(api.db.pool, (tx) =>
+    jobFailMany(tx, 'w', [
+      { id: m2.rows[0]?.id ?? 0, attempt: 1, outcome: 'failed', error: 'x', retryable: false },
+    ]),
   );
   const claim = await api.call('POST', '/v1/workers/claim', {
     body: { worker: 'metrics-w', queues: ['m1'], limit: 1 },

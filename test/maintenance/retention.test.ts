@@ -73,6 +73,42 @@ test('defaults: succeeded go after 7 days, cancelled and dead after 30, open job
   assert.equal(m.metrics.snapshot().pruned.jobs, 3);
 });
 
+test('a pass walks the jobs by id from the first one it kept; dead and cancelled jobs behind it still go', async () => {
+  // A database of its own: where the walk by id resumes depends on every job in the table.
+  const own = await createTestDatabase();
+  const clock = new FakeClock(T);
+  const lease = `maintenance-test-${leaseN++}`;
+  const term = () => new Maintenance({ pool: own.pool, log, clock, leaseName: lease, dutyCycle: 1 });
+  const ids = await insertJobs(own.pool, [
+    { state: 'dead', at: ago(10 * DAY_MS) }, // 0 due at +20 d, by the dead walk
+    { state: 'succeeded', at: ago(10 * DAY_MS) }, // 1 due now
+    { state: 'cancelled', at: ago(10 * DAY_MS) }, // 2 due at +20 d, by the cancelled walk
+    { state: 'succeeded', at: ago(5 * DAY_MS) }, // 3 due at +2 d: the next walk by id starts here
+    { state: 'succeeded', at: ago(1 * DAY_MS) }, // 4 due at +6 d
+  ]);
+  const left = async () => (await existingJobs(own.pool, ids)).map((id) => ids.indexOf(id));
+  const m = term();
+  const pass = async (days: number): Promise<number[]> => {
+    clock.advance(days * DAY_MS);
+    assert.equal((await m.runPass()).held, true);
+    return left();
+  };
+  assert.deepEqual(await pass(0), [0, 2, 3, 4]);
+  assert.deepEqual(await pass(3), [0, 2, 4]);
+  // Re-run behind where the walk by id now starts, and succeeded (10 days ago, as the row says).
+  await own.pool.query(`UPDATE jobs SET state = 'succeeded' WHERE id = $1`, [ids[2]]);
+  assert.deepEqual(await pass(4), [0, 2], 'the walk by id starts after it');
+  await m.stop();
+  // The next term's first walk by id starts from the first job (so does a pass a day after the last such walk).
+  const next = term();
+  assert.equal((await next.runPass()).held, true);
+  assert.deepEqual(await left(), [0]);
+  clock.advance(14 * DAY_MS);
+  assert.equal((await next.runPass()).held, true);
+  await next.stop();
+  assert.deepEqual(await left(), [], 'the dead walk, 30 days after it died');
+});
+
 test('queue overrides win over tenant overrides, which win over the defaults; forever keeps', async () => {
   const ids = await insertJobs(db.pool, [
     { state: 'succeeded', at: ago(2 * 3_600_000), queue: 'fast' }, // 0 pruned: fast keeps 1 h
