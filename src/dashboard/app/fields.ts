@@ -63,3 +63,12 @@ export function fieldErrorsShow(
   first?.focus();
   return unmatched;
 }
+
+/** A submitted form's text fields, trimmed; '' for one that is missing or not text. */
+export function formTexts(form: HTMLFormElement): (key: string) => string {
+  const data = new FormData(form);
+  return (key) => {
+    const value = data.get(key);
+    return typeof value === 'string' ? value.trim() : '';
+  };
+}

@@ -8,6 +8,7 @@
 import { ApiError, del, get, patch, post, query } from '../api.ts';
 import { confirmAction } from '../confirm.ts';
 import { badge, h, notice, show, table, update } from '../dom.ts';
+import { formTexts } from '../fields.ts';
 import { duration, inZone, utc } from '../format.ts';
 import { errorText, focusIfLost, missingRoutes, poll, type PageContext } from '../page.ts';
 import type { Backfill, Occurrence, Page, Schedule } from '../types.ts';
@@ -434,11 +435,7 @@ function editForm(s: Schedule, status: HTMLElement, refresh: () => Promise<void>
         'aria-label': `Edit ${s.name}`,
         onsubmit: (event: Event) => {
           event.preventDefault();
-          const data = new FormData(event.target as HTMLFormElement);
-          const text = (key: string): string => {
-            const value = data.get(key);
-            return typeof value === 'string' ? value.trim() : '';
-          };
+          const text = formTexts(event.target as HTMLFormElement);
           const body = {
             name: text('name'),
             spec: text('spec'),
@@ -539,11 +536,7 @@ function backfillForm(s: Schedule, out: HTMLElement, refresh: () => Promise<void
         'aria-label': `Backfill ${s.name}`,
         onsubmit: (event: Event) => {
           event.preventDefault();
-          const data = new FormData(event.target as HTMLFormElement);
-          const text = (key: string): string => {
-            const value = data.get(key);
-            return typeof value === 'string' ? value.trim() : '';
-          };
+          const text = formTexts(event.target as HTMLFormElement);
           const range = { from: text('from'), to: text('to') };
           submit.disabled = true;
           show(out, notice('Counting the fire times in the range…'));
