@@ -121,7 +121,7 @@ export interface BackfillResult {
 /**
  * Most fire times one backfill decides. Each becomes a job at once, so this bounds the burst a
  * queue takes from one click: 10,000 is a week of a once-a-minute schedule in two calls, and a call
- * is ten 1,000-row writes, 1.6–2.4 s on a 2-core machine at load 10, well inside an HTTP request.
+ * is ten 1,000-row writes, about 2 s on 2 cores, well inside an HTTP request.
  */
 export const BACKFILL_MAX = 10_000;
 /**
