@@ -368,7 +368,8 @@ export interface JobsFinish {
  * A completion's whole workflow part in one statement. With `finish`, it first marks the jobs
  * succeeded (the attempts `finish.owner` still holds; ids ascending, `finish.attempts` in the same
  * order); without, the jobs were marked by the caller. Then it locks the workflows owning them
- * (shared, in id order: see workflowLockByJobs), marks their nodes succeeded (only those still
+ * (FOR KEY SHARE, in id order: node successes hold them together, each releasing only children it
+ * locks itself, while every other transition takes them FOR UPDATE; workflowLockByJobs), marks their nodes succeeded (only those still
  * queued: a second report is a no-op), releases the nodes' children as workflowNodeChildrenRelease
  * does, and moves the workflows' counters (WORKFLOW_PROGRESS_SET), which may end them. Returns the
  * jobs written, the locked workflows and the children left for the caller.

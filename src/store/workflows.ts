@@ -88,21 +88,16 @@ export const OWNING_WORKFLOWS = (nodeColumn: string, ids = '$1::bigint[]'): stri
 
 /**
  * Locks, in id order, the workflows that own any of these jobs; empty when none is a workflow node.
- * `shared`: FOR KEY SHARE, the lock of node successes, which hold it together (each releases only
- * children it locks itself, and their counters meet in workflowProgressApply's update, which a key
- * share does not block) while every transition (cancel, resume, failure, retry, signal) takes FOR
- * UPDATE and so waits for them, as they wait for it.
+ * Every transition (cancel, resume, failure, retry, signal) takes FOR UPDATE and so waits for node
+ * successes, which hold the same rows FOR KEY SHARE together (workflowNodeJobsSucceed), as they wait
+ * for it.
  */
-export async function workflowLockByJobs(
-  q: Queryable,
-  jobIds: number[],
-  shared = false,
-): Promise<WorkflowLockRow[]> {
+export async function workflowLockByJobs(q: Queryable, jobIds: number[]): Promise<WorkflowLockRow[]> {
   const { rows } = await q.query<WorkflowLockRow>(
     `SELECT w.id, w.state, w.failure_policy FROM workflows w
      WHERE ${OWNING_WORKFLOWS('job_id')}
      ORDER BY w.id
-     FOR ${shared ? 'KEY SHARE' : 'UPDATE'} OF w`,
+     FOR UPDATE OF w`,
     [arrayLiteral(jobIds)],
   );
   return rows;
