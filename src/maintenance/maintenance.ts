@@ -186,6 +186,7 @@ export class Maintenance {
     const deleted: Record<PrunedTable, number> = {
       jobs: 0,
       job_attempts: 0,
+      job_effects: 0,
       occurrences: 0,
       workflows: 0,
       workflow_nodes: 0,
@@ -307,6 +308,7 @@ export class Maintenance {
       );
       if (r === null) return null;
       count('job_attempts', r.attempts, performance.now());
+      count('job_effects', r.effects, performance.now());
       if (firstKept === null && r.firstKept !== null) firstKept = r.firstKept;
       afterId = r.lastId;
       if (r.scanned < this.#batchSize || r.young) return firstKept === null ? afterId : firstKept - 1;

@@ -6,6 +6,7 @@
 export const PrunedTable = {
   jobs: 'jobs',
   job_attempts: 'job_attempts',
+  job_effects: 'job_effects',
   occurrences: 'occurrences',
   workflows: 'workflows',
   workflow_nodes: 'workflow_nodes',
@@ -31,6 +32,7 @@ export class MaintenanceMetrics {
   readonly #pruned: Record<PrunedTable, number> = {
     jobs: 0,
     job_attempts: 0,
+    job_effects: 0,
     occurrences: 0,
     workflows: 0,
     workflow_nodes: 0,

@@ -74,6 +74,8 @@ export interface JobPruneResult {
   deleted: number;
   /** job_attempts rows that went with the deleted jobs (a success is on the job row itself, 0019). */
   attempts: number;
+  /** job_effects rows (ctx.once keys) that went with them (0029). */
+  effects: number;
   /** The last id read: the next batch starts after it. */
   lastId: number;
   /**
@@ -88,10 +90,10 @@ export interface JobPruneResult {
 
 /**
  * Reads the next `scan` jobs of a walk (by id after `afterId`) and deletes those finished
- * (succeeded, cancelled, dead) longer ago than their retention; their job_attempts rows go with them
- * (jobs_delete trigger, 0013). `horizonS` is the shortest retention that applies to the walk's jobs:
- * a job created less than that long ago cannot be due (it finished after it was created), so a page
- * of only such jobs ends the walk.
+ * (succeeded, cancelled, dead) longer ago than their retention; their job_attempts and job_effects
+ * rows go with them (jobs_delete trigger, 0013, 0029). `horizonS` is the shortest retention that
+ * applies to the walk's jobs: a job created less than that long ago cannot be due (it finished after
+ * it was created), so a page of only such jobs ends the walk.
  */
 export async function jobPruneBatch(
   db: Queryable,
@@ -109,6 +111,7 @@ export async function jobPruneBatch(
     scanned: number;
     deleted: number;
     attempts: number;
+    effects: number;
     last_id: number | null;
     first_kept: number | null;
     young: boolean | null;
@@ -130,6 +133,7 @@ export async function jobPruneBatch(
                   (SELECT count(*) FROM del)::int AS deleted,
                   -- The statement's snapshot still sees the attempts the trigger deletes.
                   (SELECT count(*) FROM job_attempts a WHERE a.job_id = ANY (ARRAY(SELECT id FROM del)))::int AS attempts,
+                  (SELECT count(*) FROM job_effects e WHERE e.job_id = ANY (ARRAY(SELECT id FROM del)))::int AS effects,
                   (SELECT max(id) FROM scan) AS last_id,
                   (SELECT min(id) FROM scan WHERE state NOT IN ('dead', 'cancelled')
                       AND id <> ALL (ARRAY(SELECT id FROM del))) AS first_kept,
@@ -143,6 +147,7 @@ export async function jobPruneBatch(
     scanned: row.scanned,
     deleted: row.deleted,
     attempts: row.attempts,
+    effects: row.effects,
     lastId: row.last_id ?? afterId,
     firstKept: row.first_kept,
     young: row.young ?? true,

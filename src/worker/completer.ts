@@ -154,7 +154,9 @@ export class Completer {
     for (;;) {
       const take = this.#taking?.reserve(batch.length) ?? undefined;
       try {
-        await withTransaction(this.#pool, (tx) => jobCompleteMany(tx, this.#owner, batch, take));
+        await withTransaction(this.#pool, (tx) => jobCompleteMany(tx, this.#owner, batch, take), {
+          byIndex: true,
+        });
         if (take !== undefined) this.#taking?.settle(take, true);
         break;
       } catch (error) {

@@ -6,6 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { Client } from '../../src/client.ts';
 import { FakeClock } from '../../src/clock.ts';
 import { createLogger } from '../../src/log.ts';
 import { Maintenance } from '../../src/maintenance/maintenance.ts';
@@ -20,6 +21,7 @@ import { workflowResume } from '../../src/store/workflow-release.ts';
 import { withTransaction } from '../../src/store/pool.ts';
 import { WorkflowClient } from '../../src/workflow/workflow-client.ts';
 import { createTestDatabase } from '../support/db.ts';
+import { jobState, startWorker, waitUntil } from '../worker/support.ts';
 import { count, DAY_MS, existingJobs, insertJobs, insertOccurrences, insertSchedule } from './support.ts';
 
 const db = await createTestDatabase();
@@ -43,11 +45,11 @@ function maintenance(retention: RetentionConfig = {}, extra: { batchSize?: numbe
   });
 }
 
-test('defaults: succeeded go after 7 days, cancelled and dead after 30, open jobs never; attempts go with their job', async () => {
+test('defaults: succeeded go after 7 days, cancelled and dead after 30, open jobs never; attempts and effect keys go with their job', async () => {
   const second = 1000;
   const ids = await insertJobs(db.pool, [
-    { state: 'succeeded', at: ago(7 * DAY_MS + second) }, // 0 pruned
-    { state: 'succeeded', at: ago(7 * DAY_MS - second), attempts: 2 }, // 1 kept
+    { state: 'succeeded', at: ago(7 * DAY_MS + second), effects: 2 }, // 0 pruned
+    { state: 'succeeded', at: ago(7 * DAY_MS - second), attempts: 2, effects: 1 }, // 1 kept
     { state: 'cancelled', at: ago(30 * DAY_MS + second), attempts: 1 }, // 2 pruned
     { state: 'cancelled', at: ago(30 * DAY_MS - second) }, // 3 kept
     { state: 'dead', at: ago(30 * DAY_MS + second), attempts: 4 }, // 4 pruned
@@ -70,7 +72,44 @@ test('defaults: succeeded go after 7 days, cancelled and dead after 30, open job
   assert.equal(pass.deleted.jobs, 3);
   assert.equal(pass.deleted.job_attempts, 5);
   assert.equal(await count(db.pool, 'SELECT count(*) FROM job_attempts WHERE job_id = ANY ($1)', [ids]), 6);
+  assert.equal(pass.deleted.job_effects, 2);
+  assert.equal(await count(db.pool, 'SELECT count(*) FROM job_effects WHERE job_id = ANY ($1)', [ids]), 1);
   assert.equal(m.metrics.snapshot().pruned.jobs, 3);
+  assert.equal(m.metrics.snapshot().pruned.job_effects, 2);
+});
+
+test('a job pruned takes its effect keys along: its idempotency key enqueued again runs the effect again', async () => {
+  // A database of its own: the other tests' fixtures hold running jobs a worker would reap.
+  const own = await createTestDatabase();
+  const ran: boolean[] = [];
+  await startWorker(
+    own,
+    { mail: async (ctx) => ran.push((await ctx.once('email', () => Promise.resolve())).ran) },
+    { queues: [{ name: 'fx', concurrency: 1 }] },
+  );
+  const client = new Client({ pool: own.pool });
+  const first = await client.jobs.enqueue({ queue: 'fx', kind: 'mail', idempotencyKey: 'report-7' });
+  await waitUntil('the first succeeded', async () => (await jobState(own.pool, first.id)) === 'succeeded');
+  const effects = () => count(own.pool, 'SELECT count(*) FROM job_effects WHERE job_id = $1', [first.id]);
+  assert.equal(await effects(), 1);
+  // Kept a minute in this queue, pruned by a pass two minutes on.
+  const m = new Maintenance({
+    pool: own.pool,
+    log,
+    retention: { queues: { fx: { succeeded: '1m' } } },
+    clock: new FakeClock(new Date(Date.now() + 120_000)),
+    leaseName: `maintenance-test-${leaseN++}`,
+    dutyCycle: 1,
+  });
+  const pass = await m.runPass();
+  await m.stop();
+  assert.equal(await jobState(own.pool, first.id), undefined);
+  assert.equal(pass.deleted.job_effects, 1);
+  assert.equal(await effects(), 0);
+  const again = await client.jobs.enqueue({ queue: 'fx', kind: 'mail', idempotencyKey: 'report-7' });
+  assert.notEqual(again.id, first.id);
+  await waitUntil('the second succeeded', async () => (await jobState(own.pool, again.id)) === 'succeeded');
+  assert.deepEqual(ran, [true, true], "the new job ran its effect, not skipped by the pruned job's key");
 });
 
 test('a pass walks the jobs by id from the first one it kept; dead and cancelled jobs behind it still go', async () => {

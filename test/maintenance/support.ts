@@ -11,6 +11,8 @@ export interface JobSpec {
   tenant?: string;
   /** job_attempts rows to give it (failed attempts before the last). */
   attempts?: number;
+  /** job_effects rows (ctx.once keys) it recorded. */
+  effects?: number;
 }
 
 /** Inserts one job per spec, in order; returns their ids. */
@@ -38,6 +40,12 @@ export async function insertJobs(db: Queryable, specs: JobSpec[]): Promise<numbe
          VALUES ($1, $2, 'w1', $3, $3, 'failed', 'boom')`,
         [id, a, created],
       );
+    }
+    for (let e = 1; e <= (s.effects ?? 0); e++) {
+      await db.query(`INSERT INTO job_effects (key, job_id, attempt) VALUES ($1, $2, 1)`, [
+        `effect-${id}-${e}`,
+        id,
+      ]);
     }
   }
   return ids;

@@ -2,11 +2,13 @@
  * The statements of a workflow node's completion find nodes by their job (workflow_nodes_job_idx),
  * whatever the planner's statistics say: after an ANALYZE that saw two workflows and one queued node
  * each, the lock statement read every node of each workflow and the success update every queued
- * node, per completion batch.
+ * node, per completion batch. And the completion's transaction reads its jobs by primary key
+ * (withTransaction's byIndex) where the jobs table's statistics are those of a nearly empty one.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { PoolClient } from '../../src/store/pool.ts';
+import { jobCompleteMany } from '../../src/store/jobs.ts';
+import { withTransaction, type PoolClient } from '../../src/store/pool.ts';
 import { workflowNodeJobsSucceed } from '../../src/store/workflow-nodes.ts';
 import { workflowLockByJobs } from '../../src/store/workflows.ts';
 import { WorkflowClient } from '../../src/workflow/workflow-client.ts';
@@ -72,4 +74,49 @@ test('completing workflow nodes finds them by job, not by scanning a workflow or
   } finally {
     tx.release();
   }
+});
+
+test('a completion transaction reads its jobs by primary key where the statistics saw the jobs table nearly empty', async () => {
+  // A database of its own: the statistics are what this test sets them to.
+  const own = await createTestDatabase();
+  await own.pool.query('ANALYZE jobs');
+  const { rows } = await own.pool.query<{ id: number }>(
+    `INSERT INTO jobs (queue, kind, state, idempotency_key, key_generated, attempt, lease_owner, lease_expires_at, started_at)
+     SELECT 'plan', 'k', 'running', 'plan-' || g, true, 1, 'w1', now() + interval '1 hour', now()
+     FROM generate_series(1, 20000) g RETURNING id`,
+  );
+  const refs = rows.filter((_, i) => i % 40 === 0).map((r) => ({ id: r.id, attempt: 1 }));
+  const half = refs.length / 2;
+  const complete = (batch: typeof refs, byIndex: boolean) =>
+    withTransaction(
+      own.pool,
+      async (tx) => {
+        // Rows read by scanning the table, and index scans of its primary key, by the completion.
+        // (A transaction's counts can include earlier ones on the connection not yet reported.)
+        const counts = async () =>
+          (
+            await tx.query<{ scanned: number; pkey: number }>(
+              `SELECT pg_stat_get_xact_tuples_returned('jobs'::regclass)::int AS scanned,
+                      pg_stat_get_xact_numscans('jobs_pkey'::regclass)::int AS pkey`,
+            )
+          ).rows[0] ?? { scanned: 0, pkey: 0 };
+        const before = await counts();
+        const written = await jobCompleteMany(tx, 'w1', batch);
+        const after = await counts();
+        return {
+          written: written.length,
+          scanned: after.scanned - before.scanned,
+          pkey: after.pkey - before.pkey,
+        };
+      },
+      { byIndex },
+    );
+  // The situation: planned as usual, the batch reads the whole table.
+  const plain = await complete(refs.slice(0, half), false);
+  assert.equal(plain.written, half);
+  assert.ok(plain.scanned >= 20000, `expected the plain plan to scan jobs: ${JSON.stringify(plain)}`);
+  const indexed = await complete(refs.slice(half), true);
+  assert.equal(indexed.written, refs.length - half);
+  assert.ok(indexed.scanned < 1000, `jobs not scanned: ${JSON.stringify(indexed)}`);
+  assert.ok(indexed.pkey > 0, 'read by jobs_pkey');
 });
