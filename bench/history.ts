@@ -21,8 +21,8 @@
  * 5,000-occurrence burst (fire time → all written, one leader). The statements behind the API's list
  * endpoints and the dashboard's overview and history run on base and history alternately, run by run
  * (median of 20 each), and each reports the pages it touched, which the machine's load does not
- * change. Then the maintenance role runs until a pass deletes less than a batch, and the bench reports the rate
- * it sustained and the disk use left.
+ * change. Then the maintenance role runs until a pass deletes less than a batch, and the bench
+ * reports the rate it sustained and the disk use left.
  *
  * BENCH_HISTORY_TRIALS sets the trials (default 3), BENCH_HISTORY_ONLY the measurements (default
  * `drain,latency,burst,queries,pruning`; without `pruning` neither the third column nor the steady
