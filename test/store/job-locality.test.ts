@@ -1,7 +1,8 @@
 /**
  * New jobs lie together beside a full history (migration 0030): enqueued after 30,000 finished jobs
- * filled their pages, 1,000 new ones take a few dozen pages of the table, not one page each of the
- * leftover space at the end of every old page, which is what a claim of 1,000 then had to read.
+ * filled their pages, each keeping less free space than a new job plus a tenth of a page, 1,000 new
+ * ones take a few dozen pages of the table, not one page each of the leftover space at the end of
+ * every old page, which is what a claim of 1,000 then had to read.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
