@@ -8,7 +8,14 @@ import { test } from 'node:test';
 import { workerRegister } from '../../src/store/workers.ts';
 import { startTestApi } from '../api/support.ts';
 import { openPage, screenshot, type TestPage } from './browser.ts';
-import { assertTrapsFocus, focusSettlesOn, focusedText, signInByKeyboard, tabTo } from './keyboard.ts';
+import {
+  assertFocusKept,
+  assertTrapsFocus,
+  focusSettlesOn,
+  focusedText,
+  signInByKeyboard,
+  tabTo,
+} from './keyboard.ts';
 
 const api = await startTestApi();
 
@@ -102,7 +109,7 @@ test('jobs: filter, state tabs, select with Space, bulk retry and discard confir
     await page.getByText('Retry: 2 jobs done.').waitFor();
     assert.deepEqual(await states(dead), ['dead', 'available', 'available']);
     // The focus is not lost to the top of the page: it is on what was done, or still in the toolbar.
-    assert.notEqual(await page.evaluate(() => document.activeElement?.tagName), 'BODY');
+    await assertFocusKept(page);
 
     const discardAll = page.getByRole('button', { name: 'Discard all 1 matching' });
     // The focus is on the outcome, just below the toolbar.
@@ -116,7 +123,7 @@ test('jobs: filter, state tabs, select with Space, bulk retry and discard confir
     await page.keyboard.press('Enter');
     await page.getByText('Discard: 1 job done.').waitFor();
     assert.deepEqual(await states([a]), []);
-    assert.notEqual(await page.evaluate(() => document.activeElement?.tagName), 'BODY');
+    await assertFocusKept(page);
 
     // Search by payload from the All tab, then open the one job it finds.
     await tabTo(page, tabs.getByRole('link', { name: /^All/ }), { back: true });
@@ -140,12 +147,12 @@ test('jobs: filter, state tabs, select with Space, bulk retry and discard confir
     await page.keyboard.press('Enter');
     await page.getByRole('heading', { name: `Job #${later} cancelled` }).waitFor();
     assert.deepEqual(await states([later]), ['cancelled']);
-    assert.notEqual(await page.evaluate(() => document.activeElement?.tagName), 'BODY');
+    await assertFocusKept(page);
     await tabTo(page, page.getByRole('button', { name: 'Run again' }), { max: 10 });
     await page.keyboard.press('Enter');
     await page.getByRole('heading', { name: `Job #${later} available` }).waitFor();
     assert.deepEqual(await states([later]), ['available']);
-    assert.notEqual(await page.evaluate(() => document.activeElement?.tagName), 'BODY');
+    await assertFocusKept(page);
 
     // Paging: the older page's link, at the end of the list.
     await tabTo(page, page.getByRole('link', { name: '← Jobs' }), { back: true });
@@ -473,12 +480,12 @@ test('workflows: filter, open from the list and by id, cancel confirmed, resume,
     await page.keyboard.press('Enter');
     await page.getByRole('heading', { name: 'kb ETL cancelled' }).waitFor();
     assert.equal(await workflowState('kb-etl'), 'cancelled');
-    assert.notEqual(await page.evaluate(() => document.activeElement?.tagName), 'BODY');
+    await assertFocusKept(page);
     await tabTo(page, page.getByRole('button', { name: 'Resume workflow' }), { max: 5 });
     await page.keyboard.press('Enter');
     await page.getByRole('heading', { name: 'kb ETL running' }).waitFor();
     assert.equal(await workflowState('kb-etl'), 'running');
-    assert.notEqual(await page.evaluate(() => document.activeElement?.tagName), 'BODY');
+    await assertFocusKept(page);
 
     // Nodes of one state, from the counts and from the node-state select.
     await tabTo(

@@ -21,6 +21,24 @@ export async function signInByKeyboard(
   await page.getByRole('navigation', { name: 'Sections' }).waitFor();
 }
 
+/**
+ * Waits for the focus to come to rest on something other than the page itself after an action: the
+ * page shows the outcome, redraws, and only then gives the focus to the outcome if its control went.
+ */
+export async function assertFocusKept(page: Page): Promise<void> {
+  try {
+    await page.waitForFunction(
+      () => document.activeElement !== null && document.activeElement !== document.body,
+      null,
+      {
+        timeout: 5000,
+      },
+    );
+  } catch {
+    assert.fail('the focus was lost to the top of the page after the action');
+  }
+}
+
 const isFocused = (target: Locator): Promise<boolean> =>
   target.evaluate((el) => el === document.activeElement || el.contains(document.activeElement));
 
@@ -56,7 +74,6 @@ export async function tabTo(
   assert.equal(ring, 'ok', `the focus on ${target.toString()} is visible`);
 }
 
-/** Which element has the focus, for messages and comparisons. */
 /**
  * Waits until the focused element's text matches: an action's outcome is written, then the list
  * redraws, then the focus moves to the outcome, each a step the page takes after the text appears.
@@ -71,6 +88,7 @@ export async function focusSettlesOn(page: Page, pattern: RegExp, timeoutMs = 50
   assert.match(text, pattern);
 }
 
+/** Which element has the focus, for messages and comparisons. */
 export function focusedText(page: Page): Promise<string> {
   return page.evaluate(
     () =>
