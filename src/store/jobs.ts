@@ -634,7 +634,9 @@ export interface JobReaped {
 export async function jobReapExpired(db: Queryable, limit: number): Promise<JobReaped[]> {
   const result = await db.query<JobReaped>(
     `WITH expired AS (
-        SELECT j.id, j.lease_owner, j.started_at,
+        -- A running row without a start time (written by hand, a restore) still gets its attempt row,
+        -- whose start is required: one such row failed the whole statement and stopped every reap.
+        SELECT j.id, j.lease_owner, coalesce(j.started_at, j.heartbeat_at, j.run_at) AS started_at,
                CASE WHEN j.cancel_requested_at IS NOT NULL THEN 'cancelled'
                     WHEN j.attempt >= j.max_attempts THEN 'dead' ELSE 'failed' END AS state,
                now() + make_interval(secs => tidemark_backoff_ms(j.attempt,

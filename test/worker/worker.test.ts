@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Client } from '../../src/client.ts';
-import { jobClaimBatch } from '../../src/store/jobs.ts';
+import { jobClaimBatch, jobReapExpired } from '../../src/store/jobs.ts';
 import { queueUpsert } from '../../src/store/queues.ts';
 import { tenantUpsert } from '../../src/store/tenants.ts';
 import {
@@ -531,6 +531,24 @@ test('a job whose lease expired is reaped as lease_lost and run again by a live 
     ],
   );
   assert.match(history[0]?.error ?? '', /lease expired: worker ghost/);
+});
+
+test('a running job written without a start time is reaped with the others, not stopping the reaper', async () => {
+  // As a hand-written row or a restore might leave them: running, the lease long gone.
+  const { rows } = await db.pool.query<{ id: number }>(
+    `INSERT INTO jobs (queue, kind, state, idempotency_key, key_generated, attempt, lease_owner, lease_expires_at,
+                       started_at)
+     VALUES ('reap-raw', 'k', 'running', 'raw-1', true, 1, 'ghost', now() - interval '1 minute', NULL),
+            ('reap-raw', 'k', 'running', 'raw-2', true, 1, 'ghost', now() - interval '1 minute', now() - interval '2 minutes')
+     RETURNING id`,
+  );
+  const ids = rows.map((r) => r.id);
+  // This file's workers reap too: whoever does, both rows end the attempt as lease_lost.
+  await waitUntil('both reaped', async () => {
+    await jobReapExpired(db.pool, 100);
+    const lost = await Promise.all(ids.map((id) => attemptsOf(db.pool, id)));
+    return lost.every((h) => h.length === 1 && h[0]?.outcome === 'lease_lost');
+  });
 });
 
 test('stop() lets handlers finish within the grace period, then releases the rest to the queue', async () => {
