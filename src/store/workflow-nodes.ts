@@ -371,8 +371,9 @@ export interface JobsFinish {
  * (FOR KEY SHARE, in id order: node successes hold them together, each releasing only children it
  * locks itself, while every other transition takes them FOR UPDATE: workflowLockByJobs), marks
  * their nodes succeeded (only those still queued: a second report is a no-op), releases the nodes'
- * children as workflowNodeChildrenRelease does, and moves the workflows' counters (WORKFLOW_PROGRESS_SET), which may end them. Returns the
- * jobs written, the locked workflows and the children left for the caller.
+ * children as workflowNodeChildrenRelease does, and moves the workflows' counters
+ * (WORKFLOW_PROGRESS_SET), which may end them. Returns the jobs written, the locked workflows and
+ * the children left for the caller.
  *
  * Four round trips of the completion's transaction fewer than a statement each. The locks come in
  * the order those statements took them: the jobs, the workflows (shared), the nodes, their children
