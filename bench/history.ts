@@ -120,8 +120,10 @@ export async function loadHistory(
   await db.pool.query('VACUUM ANALYZE jobs, job_attempts, occurrences');
   const seconds = (performance.now() - t0) / 1000;
   const { rows } = await db.pool.query<{ name: string; bytes: number }>(
-    `SELECT c::text AS name, pg_total_relation_size(c)::float8 AS bytes
-       FROM unnest(ARRAY['jobs', 'job_attempts', 'occurrences']::regclass[]) c`,
+    `SELECT c::text AS name, sum(pg_total_relation_size(p.relid))::float8 AS bytes
+       FROM unnest(ARRAY['jobs', 'job_attempts', 'occurrences']::regclass[]) c
+       CROSS JOIN LATERAL pg_partition_tree(c) p
+      GROUP BY c`,
   );
   const bytes = rows.reduce((sum, r) => sum + r.bytes, 0);
   const split = rows.map((r) => `${r.name} ${Math.round(r.bytes / n)}`).join(', ');
@@ -167,6 +169,11 @@ async function prepare(kind: 'base' | 'history'): Promise<Db> {
     }
     say(`${db.name}: kept from an earlier run`);
   }
+  // The pass a running maintenance role makes: it attaches the slice that jobs finishing from now
+  // on move into once the ids drawn near the last slice's end (store/job-slices.ts).
+  const slicer = new Maintenance({ pool: db.pool, log, retention: { enabled: false } });
+  await slicer.runPass();
+  await slicer.stop();
   const { rows } = await db.pool.query<{ id: string; max: number }>(
     `SELECT (SELECT id FROM schedules WHERE name = 'history-1') AS id,
             (SELECT max(id) FROM jobs WHERE queue LIKE 'hist-%') AS max`,
@@ -379,9 +386,14 @@ async function diskUse(d: Db): Promise<{ table: string; bytes: number; freePct: 
     .then(() => true)
     .catch(() => false);
   const { rows } = await d.db.pool.query<{ table: string; bytes: number; free: number | null }>(
-    `SELECT c::text AS table, pg_total_relation_size(c)::float8 AS bytes,
-            ${stat ? '(pgstattuple_approx(c)).approx_free_percent' : 'NULL'}::float8 AS free
-       FROM unnest($1::regclass[]) c`,
+    // A partitioned table (jobs) by its leaf partitions.
+    `SELECT c::text AS table, sum(pg_total_relation_size(p.relid))::float8 AS bytes,
+            ${stat ? '100 * sum((a).approx_free_space) / nullif(sum((a).table_len), 0)' : 'NULL'}::float8 AS free
+       FROM unnest($1::regclass[]) c
+       CROSS JOIN LATERAL pg_partition_tree(c) p
+       CROSS JOIN LATERAL (SELECT ${stat ? 'pgstattuple_approx(p.relid)' : 'NULL'} AS a) x
+      WHERE p.isleaf
+      GROUP BY c`,
     [TABLES],
   );
   return rows.map((r) => ({ table: r.table, bytes: r.bytes, freePct: r.free }));

@@ -19,6 +19,7 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Clock } from '../clock.ts';
 import type { Logger } from '../log.ts';
+import { JOB_SLICE_IDS, jobSliceEnsure } from '../store/job-slices.ts';
 import { leaseAcquire, leaseRelease, leaseRenew } from '../store/leases.ts';
 import type { Fence } from '../store/occurrences.ts';
 import type { Pool } from '../store/pool.ts';
@@ -59,6 +60,8 @@ export interface MaintenanceOptions {
   batchSize?: number;
   /** Largest share of one connection's time pruning takes; the rest of each cycle it rests. */
   dutyCycle?: number;
+  /** Ids per slice of finished jobs (store/job-slices.ts); tests make it small. */
+  sliceIds?: number;
   /** Called after every statement that deleted rows (tests and benches observe progress). */
   onBatch?: (batch: { table: PrunedTable; deleted: number; startedMs: number; endedMs: number }) => void;
 }
@@ -108,6 +111,7 @@ export class Maintenance {
   readonly #intervalMs: number;
   readonly #batchSize: number;
   readonly #dutyCycle: number;
+  readonly #sliceIds: number;
   readonly #onBatch: MaintenanceOptions['onBatch'];
 
   #running = false;
@@ -131,6 +135,7 @@ export class Maintenance {
     this.#intervalMs = options.intervalMs ?? MAINTENANCE_DEFAULTS.intervalMs;
     this.#batchSize = options.batchSize ?? MAINTENANCE_DEFAULTS.batchSize;
     this.#dutyCycle = options.dutyCycle ?? MAINTENANCE_DEFAULTS.dutyCycle;
+    this.#sliceIds = options.sliceIds ?? JOB_SLICE_IDS;
     this.#onBatch = options.onBatch;
     if (!(this.#renewMs < this.#ttlMs - TRUST_MARGIN_MS)) {
       throw new ConfigError(
@@ -139,6 +144,9 @@ export class Maintenance {
     }
     if (!(Number.isInteger(this.#batchSize) && this.#batchSize >= 1)) {
       throw new ConfigError(`batchSize: ${this.#batchSize} is not a positive integer`);
+    }
+    if (!(Number.isInteger(this.#sliceIds) && this.#sliceIds >= 2)) {
+      throw new ConfigError(`sliceIds: ${this.#sliceIds} is not an integer of at least 2`);
     }
     if (!(this.#dutyCycle > 0 && this.#dutyCycle <= 1)) {
       throw new ConfigError(`dutyCycle: ${this.#dutyCycle} must be in (0, 1]`);
@@ -198,6 +206,7 @@ export class Maintenance {
       durationMs: performance.now() - started,
     });
     if (!(await this.#ensureTerm())) return result(false);
+    if (!(await this.#ensureSlice())) return result(false);
     if (this.#plan === null) return result(true);
     const plan = this.#plan;
     const counts: Promise<void>[] = [];
@@ -220,6 +229,23 @@ export class Maintenance {
   }
 
   // ——— the pass ———
+
+  /** Attaches the next slice of finished jobs when the ids drawn near the last one's end; false when the term was lost. */
+  async #ensureSlice(): Promise<boolean> {
+    const fence = this.#fence();
+    if (fence === null) return false;
+    const r = await jobSliceEnsure(this.#pool, fence, this.#sliceIds);
+    if (r.attached !== null) {
+      this.#log.info(
+        { slice: r.attached.name, from: r.attached.from, to: r.attached.to },
+        'finished-jobs slice attached',
+      );
+    } else if (r.reason === 'fenced') {
+      this.#lose(`slice attach fenced out: epoch ${fence.epoch} no longer holds the lease`);
+      return false;
+    }
+    return true;
+  }
 
   /** The fence for the next statement, or null when the term is gone or past its trust window. */
   #fence(): Fence | null {

@@ -80,9 +80,9 @@ export async function jobInsertMany(db: Queryable, jobs: readonly JobInsert[]): 
   );
   if (missing.length > 0) {
     const existing = await db.query<InsertedRow>(
-      `SELECT j.id, j.queue, j.idempotency_key AS key
+      `SELECT k.job_id AS id, k.queue, k.key
        FROM unnest($1::text[], $2::text[]) AS i(queue, key)
-       JOIN jobs j ON j.queue = i.queue AND j.idempotency_key = i.key AND NOT j.key_generated`,
+       JOIN job_keys k ON k.queue = i.queue AND k.key = i.key`,
       [missing.map((j) => j.queue), missing.map((j) => j.idempotencyKey)],
     );
     for (const row of existing.rows) byKey.set(queueKey(row.queue, row.key), row.id);
@@ -183,17 +183,22 @@ async function insertOne(
   return db.query<InsertedRow & { available: boolean }>({
     // Prepared once per connection: a single enqueue then skips parse and plan.
     name: wakeAfterCommit ? 'tidemark_job_insert_one_quiet' : 'tidemark_job_insert_one',
-    text: `INSERT INTO jobs (id, ${INSERT_COLUMNS}, key_generated)
-     OVERRIDING SYSTEM VALUE
+    // A key given is claimed in job_keys first; the job is written only when the claim was this one's.
+    text: `WITH s AS (SELECT nextval('jobs_id_seq') AS id),
+     k AS (
+       INSERT INTO job_keys (queue, key, job_id) SELECT $1::text, $12::text, s.id FROM s WHERE $12::text IS NOT NULL
+       ON CONFLICT DO NOTHING
+       RETURNING job_id
+     )
+     INSERT INTO jobs (id, ${INSERT_COLUMNS}, key_generated)
      SELECT s.id, $1::text, $2::text, $3::text, $4::jsonb, $5::int,
             CASE WHEN $6::timestamptz > now() THEN 'scheduled' ELSE 'available' END,
             coalesce($6::timestamptz, now()),
             coalesce($7::int, (SELECT q.max_attempts FROM queues q WHERE q.name = $1), 4),
             $8::int, $9::int, $10::int, $11::int,
             coalesce($12::text, ${generatedKeySql('s.id', '$13::text')}), $12::text IS NULL
-     FROM (SELECT nextval('jobs_id_seq') AS id) s
-     ${wakeAfterCommit ? QUIET_TRIGGER : ''}
-     ON CONFLICT (queue, idempotency_key) WHERE NOT key_generated DO NOTHING
+     FROM s
+     WHERE ($12::text IS NULL OR EXISTS (SELECT FROM k)) ${wakeAfterCommit ? QUIET_TRIGGER : ''}
      RETURNING id, queue, idempotency_key AS key, key_generated AS generated, state = 'available' AS available`,
     values: [
       j.queue,
@@ -217,7 +222,7 @@ async function insertOne(
  * Tells the insert trigger (0017) that this statement's caller sends the wake-up itself, after the
  * commit. Transaction-local: it ends with the statement's own transaction.
  */
-const QUIET_TRIGGER = `WHERE set_config('tidemark.wake', 'after_commit', true) IS NOT NULL`;
+const QUIET_TRIGGER = `AND set_config('tidemark.wake', 'after_commit', true) IS NOT NULL`;
 
 /** Lone enqueues of this process on the pool whose insert is in flight (insertOneThenWake). */
 let loneInFlight = 0;
@@ -253,19 +258,20 @@ async function insertOneThenWake(
 }
 
 /**
- * The SELECT that turns twelve parallel arrays, from parameter $`from` on, into rows for jobs
- * (INSERT_COLUMNS). `generated`: the key array holds the random parts of keys to generate, and the
- * rows start with an id drawn for each, which their key is made from.
+ * The SELECT that turns twelve parallel arrays, from parameter $`from` on, into rows for jobs (id,
+ * INSERT_COLUMNS, key_generated), each with an id drawn for it. `generated`: the key array holds the
+ * random parts of keys to generate from the ids; else the keys given.
  */
 function unnestRows(from: number, generated: boolean): string {
   const p = (n: number): string => `$${from + n}`;
-  return `SELECT ${generated ? 'i.id, ' : ''}i.queue, i.kind, i.tenant_id, i.payload, i.priority,
-            CASE WHEN i.run_at > now() THEN 'scheduled' ELSE 'available' END,
-            coalesce(i.run_at, now()),
-            coalesce(i.max_attempts, q.max_attempts, 4),
+  return `SELECT i.id, i.queue, i.kind, i.tenant_id, i.payload, i.priority,
+            CASE WHEN i.run_at > now() THEN 'scheduled' ELSE 'available' END AS state,
+            coalesce(i.run_at, now()) AS run_at,
+            coalesce(i.max_attempts, q.max_attempts, 4) AS max_attempts,
             i.timeout_ms, i.heartbeat_ms, i.backoff_base_ms, i.backoff_max_ms,
-            ${generated ? `${generatedKeySql('i.id', 'i.key')}, true` : 'i.key, false'}
-     FROM (SELECT ${generated ? `nextval('jobs_id_seq') AS id, ` : ''}*
+            ${generated ? `${generatedKeySql('i.id', 'i.key')}` : 'i.key'} AS idempotency_key,
+            ${generated} AS key_generated
+     FROM (SELECT nextval('jobs_id_seq') AS id, *
            FROM unnest(${p(0)}::text[], ${p(1)}::text[], ${p(2)}::text[], ${p(3)}::jsonb[], ${p(4)}::int[],
                        ${p(5)}::timestamptz[], ${p(6)}::int[], ${p(7)}::int[], ${p(8)}::int[], ${p(9)}::int[],
                        ${p(10)}::int[], ${p(11)}::text[])
@@ -314,14 +320,20 @@ async function insertMany(
     name: 'tidemark_job_insert_many',
     text: `WITH fresh AS (
        INSERT INTO jobs (id, ${INSERT_COLUMNS}, key_generated)
-       OVERRIDING SYSTEM VALUE
        ${unnestRows(1, true)}
        RETURNING id, queue, idempotency_key AS key
      ),
+     given AS (${unnestRows(13, false)}),
+     -- Each key given is claimed in job_keys; a job is written where the claim was this row's (the
+     -- first of two rows with one key, and none whose key another job holds).
+     claimed AS (
+       INSERT INTO job_keys (queue, key, job_id) SELECT queue, idempotency_key, id FROM given
+       ON CONFLICT DO NOTHING
+       RETURNING job_id
+     ),
      keyed AS (
-       INSERT INTO jobs (${INSERT_COLUMNS}, key_generated)
-       ${unnestRows(13, false)}
-       ON CONFLICT (queue, idempotency_key) WHERE NOT key_generated DO NOTHING
+       INSERT INTO jobs (id, ${INSERT_COLUMNS}, key_generated)
+       SELECT * FROM given WHERE id IN (SELECT job_id FROM claimed)
        RETURNING id, queue, idempotency_key AS key
      )
      SELECT id, queue, key, true AS generated FROM fresh UNION ALL SELECT id, queue, key, false FROM keyed`,

@@ -187,7 +187,6 @@ export async function occurrenceMaterialise(
            ), job AS (
              INSERT INTO jobs (id, queue, kind, tenant_id, payload, priority, state, run_at, max_attempts,
                                timeout_ms, idempotency_key, schedule_id, after_job_id)
-             OVERRIDING SYSTEM VALUE
              SELECT o.job_id, i.queue, i.kind, i.tenant_id, i.payload, i.priority,
                     CASE WHEN i.run_at > clock_timestamp() THEN 'scheduled' ELSE 'available' END,
                     i.run_at, COALESCE(i.max_attempts, q.max_attempts, 4), COALESCE(i.timeout_ms, q.timeout_ms),
@@ -206,7 +205,11 @@ export async function occurrenceMaterialise(
                JOIN input i ON i.schedule_id = o.schedule_id AND i.fire_at = o.fire_at AND i.stored_source = o.source
                LEFT JOIN queues q ON q.name = i.queue
               WHERE o.job_id IS NOT NULL
-             RETURNING id
+             RETURNING id, queue, idempotency_key
+           ), job_key AS (
+             -- The occurrence's key, as a key given: an enqueue naming it finds this job.
+             INSERT INTO job_keys (queue, key, job_id) SELECT queue, idempotency_key, id FROM job
+             ON CONFLICT DO NOTHING
            ), cancelled AS (
              -- The new job is not visible to this UPDATE (same snapshot), so only earlier ones match.
              -- A job awaiting its retry ('failed') is not running, so it is cancelled outright.

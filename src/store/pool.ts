@@ -50,7 +50,37 @@ export function createPool(options: PoolOptions): Pool {
   // An idle client losing its connection (server restart, network cut) must not crash the process;
   // the next query on the pool gets a fresh connection or a real error.
   pool.on('error', () => undefined);
+  const run = pool.query.bind(pool) as (...args: QueryArgs) => Promise<pg.QueryResult>;
+  const retrying = async (...args: QueryArgs): Promise<pg.QueryResult> => {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await run(...args);
+      } catch (error) {
+        if (attempt >= MOVED_ATTEMPTS || !isMovedRow(error)) throw error;
+      }
+    }
+  };
+  pool.query = retrying as unknown as pg.Pool['query'];
   return pool;
+}
+
+type QueryArgs = [config: string | pg.QueryConfig, values?: unknown[]];
+
+/**
+ * A statement that waited for a job row's lock while another transaction moved the row to the other
+ * partition (a job finishing, or a finished one run again) fails instead of reading the row again:
+ * PostgreSQL cannot follow a row across partitions. Nothing was changed; run again, the statement
+ * reads the row where it is now. A statement on the pool and a transaction (withTransaction) are run
+ * again up to this many times in all.
+ */
+const MOVED_ATTEMPTS = 5;
+
+export function isMovedRow(error: unknown): boolean {
+  return (
+    error instanceof Error &&
+    (error as { code?: unknown }).code === '40001' &&
+    error.message.includes('moved to another partition')
+  );
 }
 
 /**
@@ -63,23 +93,27 @@ const BY_INDEX = 'SET LOCAL enable_seqscan = off';
 
 /**
  * Runs `fn` in a transaction on one pooled connection; rolls back on any error and rethrows it.
- * `byIndex`: its statements read tables by index wherever one applies (BY_INDEX).
+ * `byIndex`: its statements read tables by index wherever one applies (BY_INDEX). A transaction that
+ * met a job row moved under it (isMovedRow) runs again from the start, unless `runOnce`: `fn` runs a
+ * caller's code, which must not run twice.
  */
 export async function withTransaction<T>(
   pool: Pool,
   fn: (client: PoolClient) => Promise<T>,
-  options: { byIndex?: boolean } = {},
+  options: { byIndex?: boolean; runOnce?: boolean } = {},
 ): Promise<T> {
-  const client = await pool.connect();
-  try {
-    await client.query(options.byIndex === true ? `BEGIN; ${BY_INDEX}` : 'BEGIN');
-    const result = await fn(client);
-    await client.query('COMMIT');
-    return result;
-  } catch (error) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw error;
-  } finally {
-    client.release();
+  for (let attempt = 1; ; attempt++) {
+    const client = await pool.connect();
+    try {
+      await client.query(options.byIndex === true ? `BEGIN; ${BY_INDEX}` : 'BEGIN');
+      const result = await fn(client);
+      await client.query('COMMIT');
+      return result;
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      if (options.runOnce === true || attempt >= MOVED_ATTEMPTS || !isMovedRow(error)) throw error;
+    } finally {
+      client.release();
+    }
   }
 }

@@ -274,7 +274,6 @@ function releaseCtes(running: string): string {
        -- or tenant limit nor in a paused queue, as the lock-free claim (jobClaimById).
        INSERT INTO jobs (id, queue, kind, tenant_id, payload, priority, max_attempts, timeout_ms, idempotency_key,
                          key_generated, state, attempt, lease_owner, lease_expires_at, started_at, heartbeat_at)
-       OVERRIDING SYSTEM VALUE
        SELECT t.job_id, t.queue, t.kind, w.tenant_id, t.payload, t.priority, t.max_attempts, t.timeout_ms,
               ${workflowJobKeySql('t.workflow_id', 't.id', 't.runs')}, true,
               CASE WHEN t.take THEN 'running' ELSE 'available' END, CASE WHEN t.take THEN 1 ELSE 0 END,
@@ -456,7 +455,6 @@ export async function workflowNodeJobsCreate(q: Queryable, nodeIds: number[]): P
      ), j AS (
        INSERT INTO jobs (id, queue, kind, tenant_id, payload, priority, max_attempts, timeout_ms, idempotency_key,
                          key_generated)
-       OVERRIDING SYSTEM VALUE
        SELECT job_id, queue, kind, tenant_id, payload, priority, max_attempts, timeout_ms,
               ${workflowJobKeySql('workflow_id', 'node_id', 'run')}, true
        FROM r

@@ -8,7 +8,7 @@
  * may still destructure them (`({ heartbeat }) => …`) and call them on their own.
  */
 import { jobCompleteMany, jobHeartbeat, type AttemptRef, type JobClaimed } from '../store/jobs.ts';
-import { withTransaction, type Pool, type PoolClient } from '../store/pool.ts';
+import { isMovedRow, withTransaction, type Pool, type PoolClient } from '../store/pool.ts';
 import { JobCancelledError, LeaseLostError } from './errors.ts';
 import type { AttemptAbort } from './executor.ts';
 import type { HandlerContext } from './handler.ts';
@@ -97,12 +97,19 @@ export class AttemptContext implements HandlerContext {
 
   async #transaction<T>(fn: (tx: PoolClient) => Promise<T>): Promise<T> {
     const { pool, owner } = this.#host;
-    const value = await withTransaction(pool, async (tx) => {
-      const result = await fn(tx);
-      const done = await jobCompleteMany(tx, owner, [this.#ref]);
-      if (done.length === 0) throw this.#lost();
-      return result;
-    });
+    const value = await withTransaction(
+      pool,
+      async (tx) => {
+        const result = await fn(tx);
+        // Moved: the job left its running state (cancelled, reaped) while this completion waited.
+        const done = await jobCompleteMany(tx, owner, [this.#ref]).catch((error: unknown) => {
+          throw isMovedRow(error) ? this.#lost() : error;
+        });
+        if (done.length === 0) throw this.#lost();
+        return result;
+      },
+      { runOnce: true },
+    );
     this.#completed = true;
     return value;
   }

@@ -16,11 +16,15 @@ export async function effectOnce<T>(
   owner: { jobId: number; attempt: number },
   fn: (tx: PoolClient) => Promise<T>,
 ): Promise<OnceResult<T>> {
-  return withTransaction(pool, async (tx) => {
-    const first = await jobEffectRecord(tx, key, owner.jobId, owner.attempt);
-    if (!first) return { ran: false };
-    return { ran: true, value: await fn(tx) };
-  });
+  return withTransaction(
+    pool,
+    async (tx) => {
+      const first = await jobEffectRecord(tx, key, owner.jobId, owner.attempt);
+      if (!first) return { ran: false };
+      return { ran: true, value: await fn(tx) };
+    },
+    { runOnce: true },
+  );
 }
 
 /** The key `ctx.once(name)` records: unique per queue, job key and effect name. */

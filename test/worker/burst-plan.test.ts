@@ -8,10 +8,10 @@ import { createTestDatabase } from '../support/db.ts';
 
 const db = await createTestDatabase();
 
-/** Sequential scans of `jobs` this transaction has made so far. */
+/** Sequential scans of the open jobs' partition this transaction has made so far. */
 async function seqScans(tx: PoolClient): Promise<number> {
   const { rows } = await tx.query<{ n: number }>(
-    `SELECT pg_stat_get_xact_numscans('jobs'::regclass)::int AS n`,
+    `SELECT pg_stat_get_xact_numscans('jobs_open'::regclass)::int AS n`,
   );
   return rows[0]?.n ?? -1;
 }

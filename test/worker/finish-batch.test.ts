@@ -36,7 +36,8 @@ async function claimed(queue: string, n: number, enqueue = true) {
     limited: false,
   });
   assert.equal(jobs.length, n);
-  return jobs.map((j) => ({ id: j.id, attempt: j.attempt }));
+  // In id order: a claim returns its jobs in no particular order.
+  return jobs.map((j) => ({ id: j.id, attempt: j.attempt })).sort((x, y) => x.id - y.id);
 }
 
 async function states(ids: number[]) {

@@ -61,6 +61,44 @@ test('a key already present in the queue returns the existing job; another queue
   assert.equal(rows.length, 2);
 });
 
+test('one key enqueued at once on many connections makes one job, finished or not; a rolled-back enqueue leaves the key free', async () => {
+  const enqueue = () => client.jobs.enqueue({ queue: 'race-keys', kind: 'k', idempotencyKey: 'once' });
+  const many = (n: number) =>
+    Promise.all([
+      ...Array.from({ length: n }, enqueue),
+      client.jobs.enqueueMany(
+        Array.from({ length: 3 }, () => ({ queue: 'race-keys', kind: 'k', idempotencyKey: 'once' })),
+      ),
+    ]);
+  const [first, ...rest] = await many(8);
+  assert.ok(first !== undefined && !Array.isArray(first));
+  const ids = new Set(rest.flatMap((r) => (Array.isArray(r) ? r.map((j) => j.id) : [r.id])));
+  ids.add(first.id);
+  assert.equal(ids.size, 1, 'every enqueue got the one job');
+  assert.equal(
+    [first, ...rest].flatMap((r) => (Array.isArray(r) ? r : [r])).filter((j) => j.created).length,
+    1,
+  );
+  // Finished, the job still holds its key: it moved to jobs_done, the key stays in job_keys.
+  await client.jobs.cancel(first.id);
+  const after = await client.jobs.enqueue({ queue: 'race-keys', kind: 'k', idempotencyKey: 'once' });
+  assert.deepEqual([after.id, after.created], [first.id, false]);
+
+  await assert.rejects(
+    withTransaction(db.pool, async (tx) => {
+      await client.jobs.enqueueTx(tx, { queue: 'race-keys', kind: 'k', idempotencyKey: 'rolled-back' });
+      throw new Error('caller aborts');
+    }),
+    /caller aborts/,
+  );
+  const fresh = await client.jobs.enqueue({ queue: 'race-keys', kind: 'k', idempotencyKey: 'rolled-back' });
+  assert.equal(fresh.created, true);
+  const { rows } = await db.pool.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM jobs WHERE queue = 'race-keys'`,
+  );
+  assert.equal(rows[0]?.n, 2);
+});
+
 test('a job without a key gets job-<id>-<random>; sent back as a key, it returns that job on every path', async () => {
   const generated = /^job-(\d+)-[0-9a-f]{16}$/;
   const one = await client.jobs.enqueue({ queue: 'gen', kind: 'k' });

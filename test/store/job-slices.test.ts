@@ -1,0 +1,152 @@
+/**
+ * Jobs live in two partitions (migration 0030): open ones in jobs_open, finished ones in jobs_done's
+ * slices by id, which the maintenance role attaches ahead of the ids. Asserted on where the rows
+ * are (tableoid), not on timings.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { pino } from 'pino';
+import { Maintenance } from '../../src/maintenance/maintenance.ts';
+import { jobSliceEnsure, jobSliceList } from '../../src/store/job-slices.ts';
+import { jobCancel, jobClaimBatch, jobCompleteMany } from '../../src/store/jobs.ts';
+import { JobClient } from '../../src/worker/job-client.ts';
+import { createTestDatabase } from '../support/db.ts';
+
+const db = await createTestDatabase();
+const jobs = new JobClient(db.pool);
+const log = pino({ level: 'silent' });
+
+async function partitionOf(id: number): Promise<string | undefined> {
+  const { rows } = await db.pool.query<{ part: string }>(
+    'SELECT tableoid::regclass::text AS part FROM jobs WHERE id = $1',
+    [id],
+  );
+  return rows[0]?.part;
+}
+
+async function runOne(queue: string): Promise<number> {
+  const [job] = await jobs.enqueueMany([{ queue, kind: 'k' }]);
+  if (job === undefined) throw new Error('nothing enqueued');
+  const [claimed] = await jobClaimBatch(db.pool, {
+    queue,
+    limit: 1,
+    owner: 'w1',
+    leaseMs: 60_000,
+    tenantCursor: '',
+    limited: false,
+  });
+  assert.equal(claimed?.id, job.id);
+  await jobCompleteMany(db.pool, 'w1', [{ id: job.id, attempt: 1 }]);
+  return job.id;
+}
+
+test('an open job is in jobs_open; finished, it moves to the slice of its id', async () => {
+  const [job] = await jobs.enqueueMany([{ queue: 'where', kind: 'k' }]);
+  assert.ok(job !== undefined);
+  assert.equal(await partitionOf(job.id), 'jobs_open');
+  await jobCancel(db.pool, job.id);
+  assert.equal(await partitionOf(job.id), 'jobs_done_0');
+  const done = await runOne('where');
+  assert.equal(await partitionOf(done), 'jobs_done_0');
+});
+
+test('the maintenance role attaches the next slice before the ids reach it, and ids past every slice go to the default', async () => {
+  const size = 1_000;
+  const [first] = await jobSliceList(db.pool);
+  assert.ok(first?.to !== null && first?.to !== undefined);
+  const end = first.to;
+  // Ids drawn up to 400 short of the first slice's end: more than half a slice of 1,000 is left.
+  await db.pool.query(`SELECT setval('jobs_id_seq', $1)`, [end - 600]);
+  const m = new Maintenance({ pool: db.pool, log, sliceIds: size, retention: { enabled: false } });
+  try {
+    await m.runPass();
+    assert.deepEqual(
+      (await jobSliceList(db.pool)).map((s) => s.name),
+      ['jobs_done_0', 'jobs_done_default'],
+      'half a slice ahead: nothing attached',
+    );
+    await db.pool.query(`SELECT setval('jobs_id_seq', $1)`, [end - 400]);
+    await m.runPass();
+    assert.deepEqual(await jobSliceList(db.pool), [
+      { name: 'jobs_done_0', from: null, to: end },
+      { name: `jobs_done_${end}`, from: end, to: end + size },
+      { name: 'jobs_done_default', from: null, to: null },
+    ]);
+    // A job drawn in the new slice's range finishes into it.
+    await db.pool.query(`SELECT setval('jobs_id_seq', $1)`, [end + 10]);
+    assert.equal(await partitionOf(await runOne('sliced')), `jobs_done_${end}`);
+
+    // Ids outran the slices (the role stopped): the jobs finish into the default partition, and
+    // the next slice starts after the highest of them.
+    await db.pool.query(`SELECT setval('jobs_id_seq', $1)`, [end + size + 50]);
+    const stray = await runOne('sliced');
+    assert.equal(await partitionOf(stray), 'jobs_done_default');
+    await m.runPass();
+    const last = (await jobSliceList(db.pool)).at(-2);
+    assert.ok(
+      last?.from !== null && last?.from !== undefined && last.from > stray,
+      `${JSON.stringify(last)}`,
+    );
+    assert.equal(await partitionOf(stray), 'jobs_done_default', 'a stray job stays where it is');
+  } finally {
+    await m.stop();
+  }
+});
+
+test('a fence that no longer holds the lease attaches nothing', async () => {
+  const before = await jobSliceList(db.pool);
+  const end = Math.max(...before.map((s) => s.to ?? 0));
+  await db.pool.query(`SELECT setval('jobs_id_seq', $1)`, [end]);
+  const r = await jobSliceEnsure(db.pool, { lease: 'maintenance', holder: 'nobody', epoch: 999 }, 2);
+  assert.deepEqual(r, { attached: null, reason: 'fenced' });
+  assert.deepEqual(await jobSliceList(db.pool), before);
+});
+
+test('a statement that waited on a job another transaction finished runs again and sees it finished', async () => {
+  const [job] = await jobs.enqueueMany([{ queue: 'race', kind: 'k' }]);
+  assert.ok(job !== undefined);
+  const finisher = await db.pool.connect();
+  try {
+    await finisher.query('BEGIN');
+    // The row moves to jobs_done when this commits; the cancel below waits for its lock meanwhile.
+    await finisher.query(`UPDATE jobs SET state = 'succeeded', finished_at = now() WHERE id = $1`, [job.id]);
+    const cancel = jobCancel(db.pool, job.id);
+    await waitForLockWait();
+    await finisher.query('COMMIT');
+    const r = await cancel;
+    assert.equal(r?.previous, 'succeeded');
+    assert.equal(r?.job.state, 'succeeded', 'a finished job is left as it is');
+  } finally {
+    finisher.release();
+  }
+  // The same race for a statement on the pool outside a transaction.
+  const [other] = await jobs.enqueueMany([{ queue: 'race', kind: 'k' }]);
+  assert.ok(other !== undefined);
+  const holder = await db.pool.connect();
+  try {
+    await holder.query('BEGIN');
+    await holder.query(`UPDATE jobs SET state = 'cancelled', finished_at = now() WHERE id = $1`, [other.id]);
+    const update = db.pool.query<{ id: number }>(
+      `UPDATE jobs SET priority = 5 WHERE id = $1 AND state = 'available' RETURNING id`,
+      [other.id],
+    );
+    await waitForLockWait();
+    await holder.query('COMMIT');
+    assert.equal((await update).rowCount, 0);
+  } finally {
+    holder.release();
+  }
+});
+
+/** Until some backend of this database waits for a lock (the statement under test has reached the row). */
+async function waitForLockWait(): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const { rows } = await db.pool.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+    );
+    if ((rows[0]?.n ?? 0) > 0) return;
+    if (Date.now() > deadline) throw new Error('no statement waited for the lock');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
