@@ -95,13 +95,13 @@ export async function loadHistory(
       `WITH s AS (SELECT array_agg(id ORDER BY id) AS ids FROM schedules WHERE name LIKE 'history-%'),
        j AS (
          INSERT INTO jobs (queue, kind, tenant_id, payload, state, run_at, attempt, max_attempts, idempotency_key,
-                           lease_owner, schedule_id, created_at, started_at, finished_at, last_error)
+                           key_generated, lease_owner, schedule_id, created_at, started_at, finished_at, last_error)
          SELECT 'hist-' || (g % 20), 'report', CASE WHEN g % 10 = 0 THEN 'acme' ELSE 'default' END,
                 '{"report": "daily", "format": "pdf"}',
                 CASE WHEN g % 200 = 0 THEN 'dead' WHEN g % 200 = 1 THEN 'cancelled' ELSE 'succeeded' END,
                 x.t, CASE WHEN g % 200 = 0 THEN 4 WHEN g % 10 = 2 THEN 2 ELSE 1 END, 4,
                 'occurrence:' || (s.ids)[1 + g % ${SCHEDULES}] || ':' || to_char(x.t, 'YYYY-MM-DD"T"HH24:MI:SS.US'),
-                'host-1:1234:abcd', (s.ids)[1 + g % ${SCHEDULES}], x.t, x.t + interval '5 ms',
+                true, 'host-1:1234:abcd', (s.ids)[1 + g % ${SCHEDULES}], x.t, x.t + interval '5 ms',
                 x.t + interval '2 s', CASE WHEN g % 200 = 0 THEN 'Error: upstream returned 503' END
            FROM generate_series($1::int, $2::int) g CROSS JOIN s
            CROSS JOIN LATERAL (SELECT $3::timestamptz - (${n} - g) * $4::float8 * interval '1 ms' AS t) x
@@ -120,9 +120,10 @@ export async function loadHistory(
   await db.pool.query('VACUUM ANALYZE jobs, job_attempts, occurrences');
   const seconds = (performance.now() - t0) / 1000;
   const { rows } = await db.pool.query<{ name: string; bytes: number }>(
-    `SELECT c::text AS name, sum(pg_total_relation_size(p.relid))::float8 AS bytes
+    `SELECT c::text AS name, sum(pg_total_relation_size(l.relid))::float8 AS bytes
        FROM unnest(ARRAY['jobs', 'job_attempts', 'occurrences']::regclass[]) c
-       CROSS JOIN LATERAL pg_partition_tree(c) p
+       CROSS JOIN LATERAL (SELECT relid FROM pg_partition_tree(c) WHERE isleaf
+                           UNION ALL SELECT c WHERE NOT EXISTS (SELECT FROM pg_partition_tree(c))) l
       GROUP BY c`,
   );
   const bytes = rows.reduce((sum, r) => sum + r.bytes, 0);
@@ -386,13 +387,13 @@ async function diskUse(d: Db): Promise<{ table: string; bytes: number; freePct: 
     .then(() => true)
     .catch(() => false);
   const { rows } = await d.db.pool.query<{ table: string; bytes: number; free: number | null }>(
-    // A partitioned table (jobs) by its leaf partitions.
-    `SELECT c::text AS table, sum(pg_total_relation_size(p.relid))::float8 AS bytes,
+    // A partitioned table (jobs) by its leaf partitions; pg_partition_tree has no row for a plain one.
+    `SELECT c::text AS table, sum(pg_total_relation_size(l.relid))::float8 AS bytes,
             ${stat ? '100 * sum((a).approx_free_space) / nullif(sum((a).table_len), 0)' : 'NULL'}::float8 AS free
        FROM unnest($1::regclass[]) c
-       CROSS JOIN LATERAL pg_partition_tree(c) p
-       CROSS JOIN LATERAL (SELECT ${stat ? 'pgstattuple_approx(p.relid)' : 'NULL'} AS a) x
-      WHERE p.isleaf
+       CROSS JOIN LATERAL (SELECT relid FROM pg_partition_tree(c) WHERE isleaf
+                           UNION ALL SELECT c WHERE NOT EXISTS (SELECT FROM pg_partition_tree(c))) l
+       CROSS JOIN LATERAL (SELECT ${stat ? 'pgstattuple_approx(l.relid)' : 'NULL'} AS a) x
       GROUP BY c`,
     [TABLES],
   );

@@ -3,8 +3,8 @@
  * Two copies of the jobs table side by side: `plain` with every index jobs has, and `parted`,
  * range-partitioned by day of finished_at with a default partition for unfinished rows (a running
  * job has no finished_at) and the same indexes except the unique ones, which PostgreSQL allows on a
- * partitioned table only if they contain the partition key (so the idempotency key could no longer
- * be unique per queue: an advantage `parted` gets here that the real table could not give up).
+ * partitioned table only if they contain the partition key (the real table, partitioned by state
+ * and id since migration 0030, keeps its callers' keys unique in job_keys instead).
  *
  * Per trial (alternating the two, BENCH_PARTITION_TRIALS, default 3), on ROWS running jobs spread
  * over DAYS days:

@@ -11,6 +11,7 @@ import {
   generatedKeySql,
   generatedKeySuffix,
   newKeySuffix,
+  scheduleJobKeyParts,
   workflowJobKeyNodeId,
 } from './job-key.ts';
 import type { PoolClient, Queryable } from './pool.ts';
@@ -129,9 +130,9 @@ function queueKey(queue: string, key: string | null): string {
 /**
  * Jobs named by a key Tidemark made that a caller sent back as its own: a generated key
  * (`job-<id>-…`) names its job by id, a workflow node's (`workflow:…:<node id>:<run>`) the node's
- * current job. Such keys are not in the unique key index, so they are found this way. A key of either
- * form that names no such job of the queue (another queue, or an earlier run of a node) is an
- * ordinary caller key from then on.
+ * current job, a schedule's (`occurrence:…`, `trigger:…`) its job through the ledger. Such keys are
+ * not in job_keys, so they are found this way. A key of these forms that names no such job of the
+ * queue (another queue, or an earlier run of a node) is an ordinary caller key from then on.
  */
 async function jobsOfGeneratedKeysSentBack(
   db: Queryable,
@@ -140,19 +141,33 @@ async function jobsOfGeneratedKeysSentBack(
   const found = new Map<string, number>();
   const ids: number[] = [];
   const nodeIds: number[] = [];
+  const scheduleKeys: string[] = [];
+  const fired: { scheduleId: string; fireAt: Date }[] = [];
+  const triggered: string[] = [];
   for (const j of jobs) {
     if (j.idempotencyKey === null) continue;
     const id = generatedKeyJobId(j.idempotencyKey);
     if (id !== undefined) ids.push(id);
     const nodeId = workflowJobKeyNodeId(j.idempotencyKey);
     if (nodeId !== undefined) nodeIds.push(nodeId);
+    const schedule = scheduleJobKeyParts(j.idempotencyKey);
+    if (schedule === undefined) continue;
+    scheduleKeys.push(j.idempotencyKey);
+    if (schedule.fireAt === null) triggered.push(schedule.scheduleId);
+    else fired.push({ scheduleId: schedule.scheduleId, fireAt: schedule.fireAt });
   }
-  if (ids.length === 0 && nodeIds.length === 0) return found;
+  if (ids.length === 0 && nodeIds.length === 0 && scheduleKeys.length === 0) return found;
   const { rows } = await db.query<InsertedRow>(
     `SELECT id, queue, idempotency_key AS key FROM jobs
      WHERE key_generated
-       AND (id = ANY ($1::bigint[]) OR id IN (SELECT job_id FROM workflow_nodes WHERE id = ANY ($2::bigint[])))`,
-    [ids, nodeIds],
+       AND (id = ANY ($1::bigint[]) OR id IN (SELECT job_id FROM workflow_nodes WHERE id = ANY ($2::bigint[])))
+     UNION ALL
+     SELECT j.id, j.queue, j.idempotency_key FROM occurrences o JOIN jobs j ON j.id = o.job_id
+     WHERE j.idempotency_key = ANY ($3::text[])
+       AND ((o.source = 'schedule'
+             AND (o.schedule_id, o.fire_at) IN (SELECT * FROM unnest($4::uuid[], $5::timestamptz[])))
+            OR (o.source = 'trigger' AND o.schedule_id = ANY ($6::uuid[])))`,
+    [ids, nodeIds, scheduleKeys, fired.map((f) => f.scheduleId), fired.map((f) => f.fireAt), triggered],
   );
   for (const row of rows) found.set(queueKey(row.queue, row.key), row.id);
   return found;

@@ -67,6 +67,26 @@ export function workflowJobKeyNodeId(key: string): number | undefined {
   return idIn(WORKFLOW, key);
 }
 
+/**
+ * The keys of a schedule's jobs, `occurrence:<schedule>:<fire time>` (scheduler/plan.ts) and
+ * `trigger:<schedule>:<uuid>` (a manual trigger): unique by construction as well, by the ledger's
+ * unique (schedule, fire time) and by the random uuid, so they stay out of job_keys; sent back as a
+ * caller's key, they find their job through the ledger.
+ */
+const OCCURRENCE = /^occurrence:([0-9a-f-]{36}):(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z)$/;
+const TRIGGER = /^trigger:([0-9a-f-]{36}):[0-9a-f-]{36}$/;
+
+/** The schedule (and, for a scheduled occurrence, the fire time) in a schedule job's key, else undefined. */
+export function scheduleJobKeyParts(key: string): { scheduleId: string; fireAt: Date | null } | undefined {
+  const occurrence = OCCURRENCE.exec(key);
+  if (occurrence?.[1] !== undefined && occurrence[2] !== undefined) {
+    const fireAt = new Date(occurrence[2]);
+    return Number.isNaN(fireAt.getTime()) ? undefined : { scheduleId: occurrence[1], fireAt };
+  }
+  const trigger = TRIGGER.exec(key);
+  return trigger?.[1] === undefined ? undefined : { scheduleId: trigger[1], fireAt: null };
+}
+
 /** The row id `form` captures first in `key`, if the key has that form and the id is exact in a double. */
 function idIn(form: RegExp, key: string): number | undefined {
   const match = form.exec(key);

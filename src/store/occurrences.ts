@@ -185,12 +185,14 @@ export async function occurrenceMaterialise(
              ON CONFLICT DO NOTHING
              RETURNING schedule_id, fire_at, source, job_id
            ), job AS (
+             -- The key is Tidemark's and unique by the occurrence's own (store/job-key.ts), so it is
+             -- not held in job_keys: a row there per occurrence would be 43 million a day at 500/s.
              INSERT INTO jobs (id, queue, kind, tenant_id, payload, priority, state, run_at, max_attempts,
-                               timeout_ms, idempotency_key, schedule_id, after_job_id)
+                               timeout_ms, idempotency_key, key_generated, schedule_id, after_job_id)
              SELECT o.job_id, i.queue, i.kind, i.tenant_id, i.payload, i.priority,
                     CASE WHEN i.run_at > clock_timestamp() THEN 'scheduled' ELSE 'available' END,
                     i.run_at, COALESCE(i.max_attempts, q.max_attempts, 4), COALESCE(i.timeout_ms, q.timeout_ms),
-                    i.idempotency_key, i.schedule_id,
+                    i.idempotency_key, true, i.schedule_id,
                     -- buffer_one: a scheduled occurrence enqueued while the schedule still has a job
                     -- queued, running or awaiting a retry was buffered (decideOverlap); it waits for
                     -- the latest such job, which the claim checks. The statement's snapshot does not
@@ -205,11 +207,7 @@ export async function occurrenceMaterialise(
                JOIN input i ON i.schedule_id = o.schedule_id AND i.fire_at = o.fire_at AND i.stored_source = o.source
                LEFT JOIN queues q ON q.name = i.queue
               WHERE o.job_id IS NOT NULL
-             RETURNING id, queue, idempotency_key
-           ), job_key AS (
-             -- The occurrence's key, as a key given: an enqueue naming it finds this job.
-             INSERT INTO job_keys (queue, key, job_id) SELECT queue, idempotency_key, id FROM job
-             ON CONFLICT DO NOTHING
+             RETURNING id
            ), cancelled AS (
              -- The new job is not visible to this UPDATE (same snapshot), so only earlier ones match.
              -- A job awaiting its retry ('failed') is not running, so it is cancelled outright.

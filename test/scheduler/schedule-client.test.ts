@@ -103,6 +103,41 @@ test('invalid input names the field and the reason, and writes nothing', async (
   assert.equal(await scheduleCount(), before + 1, 'only the one valid schedule was written');
 });
 
+test("a schedule job's key (an occurrence's or a trigger's) sent back to its queue returns that job", async () => {
+  const s = await client.schedules.create({ ...report, name: 'keys-sent-back', paused: true });
+  await client.schedules.triggerNow(s.id);
+  await client.schedules.backfill(s.id, {
+    from: new Date('2030-02-27T00:00:00.000Z'),
+    to: new Date('2030-02-28T00:00:00.000Z'),
+  });
+  const { rows } = await db.pool.query<{ id: number; idempotency_key: string }>(
+    'SELECT id, idempotency_key FROM jobs WHERE schedule_id = $1 ORDER BY id',
+    [s.id],
+  );
+  assert.deepEqual(
+    rows.map((r) => r.idempotency_key.split(':')[0]),
+    ['trigger', 'occurrence'],
+  );
+  for (const r of rows) {
+    const again = await client.jobs.enqueue({
+      queue: 'reports',
+      kind: 'k',
+      idempotencyKey: r.idempotency_key,
+    });
+    assert.deepEqual([again.id, again.created], [r.id, false], r.idempotency_key);
+    const [many] = await client.jobs.enqueueMany([
+      { queue: 'reports', kind: 'k', idempotencyKey: r.idempotency_key },
+    ]);
+    assert.deepEqual([many?.id, many?.created], [r.id, false]);
+    const elsewhere = await client.jobs.enqueue({
+      queue: 'other',
+      kind: 'k',
+      idempotencyKey: r.idempotency_key,
+    });
+    assert.equal(elsewhere.created, true, 'another queue: an ordinary key of its own');
+  }
+});
+
 test('trigger-now enqueues through the scheduler path with a key no scheduled occurrence can take', async () => {
   const s = await client.schedules.create({ ...report, name: 'triggered', paused: true });
   const first = await client.schedules.triggerNow(s.id);
