@@ -5,6 +5,7 @@
  * (process-metrics.ts), and anything registered on prom-client's default registry is appended.
  */
 import { Counter, Gauge, Histogram, Registry, register as defaultRegistry } from 'prom-client';
+import { jobSliceIdsLeft } from '../store/job-slices.ts';
 import type { Pool } from '../store/pool.ts';
 import { occurrenceLagSince, occurrenceLastId } from '../store/occurrence-lag.ts';
 import { retentionCountList } from '../store/retention.ts';
@@ -90,6 +91,11 @@ export function createApiMetrics(pool: Pool): ApiMetrics {
     labelNames: ['table'] as const,
     registers: [registry],
   });
+  const sliceIdsLeft = new Gauge({
+    name: 'tidemark_job_slice_ids_left',
+    help: 'Job ids left before the last slice of finished jobs ends; below 0, finished jobs go to the default partition (the maintenance role is not running)',
+    registers: [registry],
+  });
 
   const pruned = new Counter({
     name: 'tidemark_retention_pruned_rows_total',
@@ -124,14 +130,16 @@ export function createApiMetrics(pool: Pool): ApiMetrics {
   registerProcessMetrics(registry);
 
   async function collect(): Promise<void> {
-    const [counts, lagS, leases, oldestRows, prunedRows] = await Promise.all([
+    const [counts, lagS, leases, oldestRows, prunedRows, idsLeft] = await Promise.all([
       jobCountOpenByQueueState(pool),
       scheduleLagSeconds(pool),
       leaseList(pool),
       historyOldestRows(pool),
       retentionCountList(pool),
+      jobSliceIdsLeft(pool),
       observeLedger(),
     ]);
+    sliceIdsLeft.set(idsLeft);
     for (const g of [jobs, backlog, running, dead, epoch, held, oldest, pruned]) g.reset();
     for (const row of prunedRows) pruned.inc({ table: row.table }, row.rows);
     for (const row of oldestRows)

@@ -5,7 +5,7 @@
  * reach it (jobSliceEnsure).
  */
 import type { Fence } from './occurrences.ts';
-import type { Pool } from './pool.ts';
+import type { Pool, Queryable } from './pool.ts';
 
 /**
  * Ids per slice. 10 million: 5.5 hours at the source document's 500 jobs a second, so 30 days of
@@ -35,6 +35,21 @@ export async function jobSliceList(db: Pool): Promise<JobSlice[]> {
   });
   const key = (s: JobSlice): number => (s.to === null ? Infinity : (s.from ?? -Infinity));
   return slices.sort((a, b) => key(a) - key(b));
+}
+
+/**
+ * Ids left before the ids drawn pass the last slice's end: negative once jobs finish into the
+ * default partition, which means the maintenance role has not run for a while.
+ */
+export async function jobSliceIdsLeft(db: Queryable): Promise<number> {
+  const { rows } = await db.query<{ left: number }>({
+    name: 'jobSliceIdsLeft',
+    text: `SELECT (SELECT max(substring(pg_get_expr(c.relpartbound, c.oid) FROM 'TO \\(''?(\\d+)''?\\)')::bigint)
+                     FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+                    WHERE i.inhparent = 'jobs_done'::regclass)
+                  - (SELECT last_value FROM jobs_id_seq) AS left`,
+  });
+  return rows[0]?.left ?? 0;
 }
 
 export type SliceEnsureResult =

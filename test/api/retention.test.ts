@@ -70,6 +70,9 @@ test('lateness survives pruning over HTTP, tenant-scoped; /metrics counts what w
   const oldest = /^tidemark_history_oldest_row_age_seconds\{table="occurrences"\} ([\d.]+)$/m.exec(metrics);
   assert.ok(oldest?.[1] !== undefined, 'oldest occurrence age exported');
   assert.ok(Number(oldest[1]) < 3_600, `oldest occurrence left is the recent one: ${oldest[1]} s`);
+  // The migration's first slice runs 10 million ids past the ids drawn so far.
+  const left = /^tidemark_job_slice_ids_left (\d+)$/m.exec(metrics);
+  assert.ok(left?.[1] !== undefined && Number(left[1]) > 9_000_000, `slice ids left: ${left?.[1]}`);
 });
 
 test('a person discards dead jobs: only dead ones, with their attempts, only their tenant’s', async () => {

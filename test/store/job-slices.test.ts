@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { pino } from 'pino';
 import { Maintenance } from '../../src/maintenance/maintenance.ts';
-import { jobSliceEnsure, jobSliceList } from '../../src/store/job-slices.ts';
+import { jobSliceEnsure, jobSliceIdsLeft, jobSliceList } from '../../src/store/job-slices.ts';
 import { jobCancel, jobClaimBatch, jobCompleteMany } from '../../src/store/jobs.ts';
 import { JobClient } from '../../src/worker/job-client.ts';
 import { createTestDatabase } from '../support/db.ts';
@@ -79,6 +79,7 @@ test('the maintenance role attaches the next slice before the ids reach it, and 
     // Ids outran the slices (the role stopped): the jobs finish into the default partition, and
     // the next slice starts after the highest of them.
     await db.pool.query(`SELECT setval('jobs_id_seq', $1)`, [end + size + 50]);
+    assert.equal(await jobSliceIdsLeft(db.pool), -50, 'the ids drawn are past every slice');
     const stray = await runOne('sliced');
     assert.equal(await partitionOf(stray), 'jobs_done_default');
     await m.runPass();
@@ -87,6 +88,7 @@ test('the maintenance role attaches the next slice before the ids reach it, and 
       last?.from !== null && last?.from !== undefined && last.from > stray,
       `${JSON.stringify(last)}`,
     );
+    assert.ok((await jobSliceIdsLeft(db.pool)) > 0);
     assert.equal(await partitionOf(stray), 'jobs_done_default', 'a stray job stays where it is');
   } finally {
     await m.stop();
