@@ -4,7 +4,7 @@
  */
 import { ConfigError } from './errors.ts';
 import type { Clock } from './clock.ts';
-import { createPool, type Pool } from './store/pool.ts';
+import { createPool, withMovedRowRetry, type Pool } from './store/pool.ts';
 import { ScheduleClient } from './scheduler/schedule-client.ts';
 import { JobClient } from './worker/job-client.ts';
 import { QueueClient } from './worker/queue-client.ts';
@@ -41,7 +41,7 @@ export class Client {
 
   constructor(options: ClientOptions) {
     if (options.pool !== undefined) {
-      this.pool = options.pool;
+      this.pool = withMovedRowRetry(options.pool);
       this.#ownsPool = false;
     } else {
       const connectionString = options.connectionString ?? process.env.DATABASE_URL;

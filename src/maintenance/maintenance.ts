@@ -22,7 +22,7 @@ import type { Logger } from '../log.ts';
 import { JOB_SLICE_IDS, jobSliceEnsure } from '../store/job-slices.ts';
 import { leaseAcquire, leaseRelease, leaseRenew } from '../store/leases.ts';
 import type { Fence } from '../store/occurrences.ts';
-import type { Pool } from '../store/pool.ts';
+import { withMovedRowRetry, type Pool } from '../store/pool.ts';
 import {
   jobPruneBatch,
   occurrencePruneBatch,
@@ -125,7 +125,7 @@ export class Maintenance {
 
   constructor(options: MaintenanceOptions) {
     this.#plan = retentionPlan(options.retention ?? {});
-    this.#pool = options.pool;
+    this.#pool = withMovedRowRetry(options.pool);
     this.#log = options.log;
     this.#clock = options.clock;
     this.holder = options.holder ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;

@@ -31,7 +31,7 @@ import {
   type OccurrenceInput,
   type ScheduleAdvance,
 } from '../store/occurrences.ts';
-import type { Pool, PoolClient } from '../store/pool.ts';
+import { withMovedRowRetry, type Pool, type PoolClient } from '../store/pool.ts';
 import { scheduledJobActivity, type ScheduledJobActivity } from '../store/scheduled-jobs.ts';
 import {
   scheduleGetMany,
@@ -176,7 +176,7 @@ export class Scheduler {
   #wake: (() => void) | null = null;
 
   constructor(options: SchedulerOptions) {
-    this.#pool = options.pool;
+    this.#pool = withMovedRowRetry(options.pool);
     this.#log = options.log ?? createLogger('scheduler');
     this.#clock = options.clock ?? systemClock;
     this.holder = options.holder ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;

@@ -50,6 +50,19 @@ export function createPool(options: PoolOptions): Pool {
   // An idle client losing its connection (server restart, network cut) must not crash the process;
   // the next query on the pool gets a fresh connection or a real error.
   pool.on('error', () => undefined);
+  return withMovedRowRetry(pool);
+}
+
+const retryingPools = new WeakSet<pg.Pool>();
+
+/**
+ * Makes `pool.query` run a statement again when a job row moved under it (isMovedRow), once per
+ * pool: Tidemark's own pools at creation, a pool an application hands in where Tidemark takes it
+ * (Client, Worker, Scheduler, Maintenance). A statement on the pool runs in a transaction of its
+ * own, so the one that failed changed nothing.
+ */
+export function withMovedRowRetry(pool: Pool): Pool {
+  if (retryingPools.has(pool)) return pool;
   const run = pool.query.bind(pool) as (...args: QueryArgs) => Promise<pg.QueryResult>;
   const retrying = async (...args: QueryArgs): Promise<pg.QueryResult> => {
     for (let attempt = 1; ; attempt++) {
@@ -61,6 +74,7 @@ export function createPool(options: PoolOptions): Pool {
     }
   };
   pool.query = retrying as unknown as pg.Pool['query'];
+  retryingPools.add(pool);
   return pool;
 }
 

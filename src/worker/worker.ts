@@ -33,7 +33,7 @@ import {
   type ReleaseTake,
 } from '../store/jobs.ts';
 import { mayBeWorkflowJobKey } from '../store/job-key.ts';
-import { createPool, withTransaction, type Pool } from '../store/pool.ts';
+import { createPool, withMovedRowRetry, withTransaction, type Pool } from '../store/pool.ts';
 import { workerHeartbeat, workerRegister, workerStop, type WorkerQueueSlots } from '../store/workers.ts';
 import { signalTimeoutsFire } from '../store/workflow-signal-timeouts.ts';
 import { AttemptContext, type AttemptHost } from './attempt-context.ts';
@@ -280,8 +280,13 @@ export class Worker {
     this.id = options.id ?? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
     this.#ownsPool = options.pool === undefined;
     this.#pool =
-      options.pool ??
-      createPool({ connectionString: options.connectionString, max: 10, applicationName: 'tidemark-worker' });
+      options.pool === undefined
+        ? createPool({
+            connectionString: options.connectionString,
+            max: 10,
+            applicationName: 'tidemark-worker',
+          })
+        : withMovedRowRetry(options.pool);
     this.#handlers = options.handlers;
     this.#log = (options.log ?? createLogger('worker')).child({ worker: this.id });
     this.#clock = options.clock ?? systemClock;

@@ -208,11 +208,17 @@ test('schedule backfill: a dry run, the backfill, a second one that finds them a
   ]);
   assert.equal(add.code, 0, add.stderr);
   const { id } = JSON.parse(add.stdout) as { id: string };
-  // 03:00 in Kolkata (UTC+5:30) is 21:30 UTC the day before: three fire times in these three days.
-  const range = ['--from', '2026-01-01T00:00:00Z', '--to', '2026-01-04T00:00:00Z'];
+  // 03:00 in Kolkata (UTC+5:30) is 21:30 UTC the day before: three fire times in three recent
+  // days. Older than the ledger's 30 days, dev's maintenance role could prune them between calls.
+  const DAY = 86_400_000;
+  const from = new Date(Math.floor(Date.now() / DAY) * DAY - 4 * DAY);
+  const to = new Date(from.getTime() + 3 * DAY);
+  const at = (days: number) => new Date(from.getTime() + days * DAY + 21.5 * 3_600_000).toISOString();
+  const range = ['--from', from.toISOString(), '--to', to.toISOString()];
   const dry = await cli(['schedule', 'backfill', id, ...range, '--dry-run']);
   assert.equal(dry.code, 0, dry.stderr);
-  assert.match(dry.stdout, /fire times\s+3: 2026-01-01T21:30:00.000Z … 2026-01-03T21:30:00.000Z/);
+  assert.ok(dry.stdout.includes(`${at(0)} … ${at(2)}`), dry.stdout);
+  assert.match(dry.stdout, /fire times\s+3: /);
   assert.match(dry.stdout, /would create\s+3\n/);
   const done = await cli(['schedule', 'backfill', id, ...range]);
   assert.match(done.stdout, /created\s+3\n/);
@@ -227,13 +233,13 @@ test('schedule backfill: a dry run, the backfill, a second one that finds them a
     'backfill',
     id,
     '--from',
-    '2026-01-04T00:00:00Z',
+    to.toISOString(),
     '--to',
-    '2026-01-01T00:00:00Z',
+    from.toISOString(),
   ]);
   assert.equal(backwards.code, 1);
   assert.match(backwards.stderr, /400: body\.to: must be after from/);
-  const noRange = await cli(['schedule', 'backfill', id, '--from', '2026-01-01T00:00:00Z']);
+  const noRange = await cli(['schedule', 'backfill', id, '--from', from.toISOString()]);
   assert.equal(noRange.code, 2);
   assert.match(noRange.stderr, /--from and --to are required/);
   const help = await cli(['schedule', 'backfill', '--help']);

@@ -5,7 +5,9 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import pg from 'pg';
 import { pino } from 'pino';
+import { Client } from '../../src/client.ts';
 import { Maintenance } from '../../src/maintenance/maintenance.ts';
 import { jobSliceEnsure, jobSliceIdsLeft, jobSliceList } from '../../src/store/job-slices.ts';
 import { jobCancel, jobClaimBatch, jobCompleteMany } from '../../src/store/jobs.ts';
@@ -137,6 +139,30 @@ test('a statement that waited on a job another transaction finished runs again a
     assert.equal((await update).rowCount, 0);
   } finally {
     holder.release();
+  }
+});
+
+test("an application's own pool handed to the Client runs a statement again when a job row moved under it", async () => {
+  const own = new pg.Pool({ connectionString: db.url, max: 2 });
+  try {
+    const client = new Client({ pool: own });
+    const [job] = await client.jobs.enqueueMany([{ queue: 'race-own', kind: 'k' }]);
+    assert.ok(job !== undefined);
+    const holder = await db.pool.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query(`UPDATE jobs SET state = 'cancelled', finished_at = now() WHERE id = $1`, [job.id]);
+      const update = own.query(`UPDATE jobs SET priority = 5 WHERE id = $1 AND state = 'available'`, [
+        job.id,
+      ]);
+      await waitForLockWait();
+      await holder.query('COMMIT');
+      assert.equal((await update).rowCount, 0);
+    } finally {
+      holder.release();
+    }
+  } finally {
+    await own.end();
   }
 });
 
