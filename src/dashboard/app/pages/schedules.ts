@@ -327,7 +327,24 @@ async function schedulePage(ctx: PageContext, id: string): Promise<void> {
     h('h2', {}, 'Occurrences'),
     ledger,
   );
-  const refresh = async (): Promise<void> => {
+  // While a delete is under way the page reads nothing more: a read of the deleted schedule would
+  // answer 404, which the browser reports as a failed load even though the page expects it.
+  let deleting = false;
+  let inFlight: Promise<void> = Promise.resolve();
+  const quiet = async (): Promise<void> => {
+    deleting = true;
+    await inFlight;
+  };
+  const resume = (): void => {
+    deleting = false;
+  };
+  const refresh = (): Promise<void> => {
+    if (deleting) return Promise.resolve();
+    const read = load();
+    inFlight = read.catch(() => undefined);
+    return read;
+  };
+  const load = async (): Promise<void> => {
     let s: Schedule;
     try {
       s = await get<Schedule>(`/v1/schedules/${encodeURIComponent(id)}`, ctx.signal);
@@ -367,7 +384,7 @@ async function schedulePage(ctx: PageContext, id: string): Promise<void> {
         fact('Version', String(s.version)),
       ),
       actions(s, status, refresh),
-      editForm(s, status, refresh),
+      editForm(s, status, refresh, { quiet, resume }),
       canBackfill ? backfillForm(s, backfilled, refresh) : null,
       h('h2', {}, `Next fire times (${s.timeZone}, then UTC)`),
       s.paused
@@ -417,7 +434,12 @@ function meaning(s: Schedule): string {
  * Edit (name, spec, zone, target) and delete. Values are read from the submitted form itself: live
  * updates keep the elements the operator is typing in and hand them this render's handler.
  */
-function editForm(s: Schedule, status: HTMLElement, refresh: () => Promise<void>): HTMLElement {
+function editForm(
+  s: Schedule,
+  status: HTMLElement,
+  refresh: () => Promise<void>,
+  reads: { quiet: () => Promise<void>; resume: () => void },
+): HTMLElement {
   const input = (name: string, label: string, value: string) =>
     field(
       `edit-${name}`,
@@ -481,10 +503,12 @@ function editForm(s: Schedule, status: HTMLElement, refresh: () => Promise<void>
                 'Delete schedule',
               ).then(async (yes) => {
                 if (!yes) return;
+                await reads.quiet();
                 try {
                   await del(`/v1/schedules/${s.id}`);
                   location.hash = '#/schedules';
                 } catch (error) {
+                  reads.resume();
                   show(status, notice(errorText(error), 'error'));
                 }
               });
