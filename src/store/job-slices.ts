@@ -6,6 +6,7 @@
  */
 import type { Fence } from './occurrences.ts';
 import type { Pool, Queryable } from './pool.ts';
+import { FENCE } from './retention.ts';
 
 /**
  * Ids per slice. 10 million: 5.5 hours at the source document's 500 jobs a second, so 30 days of
@@ -22,7 +23,7 @@ export interface JobSlice {
 }
 
 /** jobs_done's partitions, by their first id (the default partition last). */
-export async function jobSliceList(db: Pool): Promise<JobSlice[]> {
+export async function jobSliceList(db: Queryable): Promise<JobSlice[]> {
   const { rows } = await db.query<{ name: string; bound: string }>(
     `SELECT c.relname AS name, pg_get_expr(c.relpartbound, c.oid) AS bound
        FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
@@ -42,14 +43,14 @@ export async function jobSliceList(db: Pool): Promise<JobSlice[]> {
  * default partition, which means the maintenance role has not run for a while.
  */
 export async function jobSliceIdsLeft(db: Queryable): Promise<number> {
-  const { rows } = await db.query<{ left: number }>({
-    name: 'jobSliceIdsLeft',
-    text: `SELECT (SELECT max(substring(pg_get_expr(c.relpartbound, c.oid) FROM 'TO \\(''?(\\d+)''?\\)')::bigint)
-                     FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
-                    WHERE i.inhparent = 'jobs_done'::regclass)
-                  - (SELECT last_value FROM jobs_id_seq) AS left`,
-  });
-  return rows[0]?.left ?? 0;
+  const end = slicesEnd(await jobSliceList(db));
+  const { rows } = await db.query<{ drawn: number }>('SELECT last_value AS drawn FROM jobs_id_seq');
+  return end - (rows[0]?.drawn ?? 0);
+}
+
+/** The id after the last slice's last. */
+function slicesEnd(slices: readonly JobSlice[]): number {
+  return Math.max(0, ...slices.map((s) => s.to ?? 0));
 }
 
 export type SliceEnsureResult =
@@ -69,7 +70,7 @@ export async function jobSliceEnsure(
   lockTimeoutMs = 2_000,
 ): Promise<SliceEnsureResult> {
   const slices = await jobSliceList(pool);
-  const end = Math.max(0, ...slices.map((s) => s.to ?? 0));
+  const end = slicesEnd(slices);
   const { rows } = await pool.query<{ drawn: number; stray: number | null }>(
     `SELECT (SELECT last_value FROM jobs_id_seq) AS drawn, (SELECT max(id) FROM jobs_done_default) AS stray`,
   );
@@ -81,11 +82,11 @@ export async function jobSliceEnsure(
   try {
     await client.query('BEGIN');
     await client.query(`SET LOCAL lock_timeout = ${Math.max(1, Math.round(lockTimeoutMs))}`);
-    const held = await client.query(
-      `SELECT FROM leases WHERE name = $1 AND holder = $2 AND epoch = $3 AND expires_at > clock_timestamp()
-       FOR KEY SHARE`,
-      [fence.lease, fence.holder, fence.epoch],
-    );
+    const held = await client.query(`WITH ${FENCE} SELECT FROM fence`, [
+      fence.lease,
+      fence.holder,
+      fence.epoch,
+    ]);
     if (held.rowCount !== 1) {
       await client.query('ROLLBACK');
       return { attached: null, reason: 'fenced' };

@@ -38,7 +38,7 @@ function retentionOf(key: string, queue: string, tenant: string): string {
 }
 
 /** The lease term ($1–$3) still held, locked so a takeover waits for the statement to commit. */
-const FENCE = `fence AS (
+export const FENCE = `fence AS (
     SELECT epoch FROM leases
      WHERE name = $1 AND holder = $2 AND epoch = $3 AND expires_at > clock_timestamp()
      FOR KEY SHARE
@@ -429,11 +429,7 @@ export async function workerPruneBatch(
 ): Promise<{ fenced: boolean; deleted: number }> {
   const { rows } = await db.query<{ fenced: boolean; deleted: number }>({
     name: 'workerPruneBatch',
-    text: `WITH fence AS (
-             SELECT epoch FROM leases
-              WHERE name = $1 AND holder = $2 AND epoch = $3 AND expires_at > clock_timestamp()
-              FOR KEY SHARE
-           ), t AS (
+    text: `WITH ${FENCE}, t AS (
              SELECT coalesce($4::timestamptz, clock_timestamp()) - make_interval(secs => $5) AS cutoff
            ), del AS (
              DELETE FROM workers w

@@ -106,40 +106,39 @@ test('a fence that no longer holds the lease attaches nothing', async () => {
   assert.deepEqual(await jobSliceList(db.pool), before);
 });
 
+/**
+ * Runs `waiter` while another transaction holds job `id` moving to `state` (jobs_done once it
+ * commits): `waiter` reaches the row, waits for its lock, and then meets the row moved.
+ */
+async function whileMoving<T>(id: number, state: string, waiter: () => Promise<T>): Promise<T> {
+  const mover = await db.pool.connect();
+  try {
+    await mover.query('BEGIN');
+    await mover.query(`UPDATE jobs SET state = $2, finished_at = now() WHERE id = $1`, [id, state]);
+    const waiting = waiter();
+    await waitForLockWait();
+    await mover.query('COMMIT');
+    return await waiting;
+  } finally {
+    mover.release();
+  }
+}
+
 test('a statement that waited on a job another transaction finished runs again and sees it finished', async () => {
-  const [job] = await jobs.enqueueMany([{ queue: 'race', kind: 'k' }]);
-  assert.ok(job !== undefined);
-  const finisher = await db.pool.connect();
-  try {
-    await finisher.query('BEGIN');
-    // The row moves to jobs_done when this commits; the cancel below waits for its lock meanwhile.
-    await finisher.query(`UPDATE jobs SET state = 'succeeded', finished_at = now() WHERE id = $1`, [job.id]);
-    const cancel = jobCancel(db.pool, job.id);
-    await waitForLockWait();
-    await finisher.query('COMMIT');
-    const r = await cancel;
-    assert.equal(r?.previous, 'succeeded');
-    assert.equal(r?.job.state, 'succeeded', 'a finished job is left as it is');
-  } finally {
-    finisher.release();
-  }
-  // The same race for a statement on the pool outside a transaction.
-  const [other] = await jobs.enqueueMany([{ queue: 'race', kind: 'k' }]);
-  assert.ok(other !== undefined);
-  const holder = await db.pool.connect();
-  try {
-    await holder.query('BEGIN');
-    await holder.query(`UPDATE jobs SET state = 'cancelled', finished_at = now() WHERE id = $1`, [other.id]);
-    const update = db.pool.query<{ id: number }>(
-      `UPDATE jobs SET priority = 5 WHERE id = $1 AND state = 'available' RETURNING id`,
-      [other.id],
-    );
-    await waitForLockWait();
-    await holder.query('COMMIT');
-    assert.equal((await update).rowCount, 0);
-  } finally {
-    holder.release();
-  }
+  const [job, other] = await jobs.enqueueMany([
+    { queue: 'race', kind: 'k' },
+    { queue: 'race', kind: 'k' },
+  ]);
+  assert.ok(job !== undefined && other !== undefined);
+  // A transaction (the cancel's).
+  const r = await whileMoving(job.id, 'succeeded', () => jobCancel(db.pool, job.id));
+  assert.equal(r?.previous, 'succeeded');
+  assert.equal(r?.job.state, 'succeeded', 'a finished job is left as it is');
+  // A statement on the pool outside a transaction.
+  const update = await whileMoving(other.id, 'cancelled', () =>
+    db.pool.query(`UPDATE jobs SET priority = 5 WHERE id = $1 AND state = 'available'`, [other.id]),
+  );
+  assert.equal(update.rowCount, 0);
 });
 
 test("an application's own pool handed to the Client runs a statement again when a job row moved under it", async () => {
@@ -148,19 +147,10 @@ test("an application's own pool handed to the Client runs a statement again when
     const client = new Client({ pool: own });
     const [job] = await client.jobs.enqueueMany([{ queue: 'race-own', kind: 'k' }]);
     assert.ok(job !== undefined);
-    const holder = await db.pool.connect();
-    try {
-      await holder.query('BEGIN');
-      await holder.query(`UPDATE jobs SET state = 'cancelled', finished_at = now() WHERE id = $1`, [job.id]);
-      const update = own.query(`UPDATE jobs SET priority = 5 WHERE id = $1 AND state = 'available'`, [
-        job.id,
-      ]);
-      await waitForLockWait();
-      await holder.query('COMMIT');
-      assert.equal((await update).rowCount, 0);
-    } finally {
-      holder.release();
-    }
+    const update = await whileMoving(job.id, 'cancelled', () =>
+      own.query(`UPDATE jobs SET priority = 5 WHERE id = $1 AND state = 'available'`, [job.id]),
+    );
+    assert.equal(update.rowCount, 0);
   } finally {
     await own.end();
   }
