@@ -5,7 +5,7 @@
  * (process-metrics.ts), and anything registered on prom-client's default registry is appended.
  */
 import { Counter, Gauge, Histogram, Registry, register as defaultRegistry } from 'prom-client';
-import { jobSliceIdsLeft } from '../store/job-slices.ts';
+import { jobSliceIdsLeft, jobSliceList } from '../store/job-slices.ts';
 import type { Pool } from '../store/pool.ts';
 import { occurrenceLagSince, occurrenceLastId } from '../store/occurrence-lag.ts';
 import { retentionCountList } from '../store/retention.ts';
@@ -93,7 +93,12 @@ export function createApiMetrics(pool: Pool): ApiMetrics {
   });
   const sliceIdsLeft = new Gauge({
     name: 'tidemark_job_slice_ids_left',
-    help: 'Job ids left before the last slice of finished jobs ends; below 0, finished jobs go to the default partition (the maintenance role is not running)',
+    help: 'Job ids left before the last slice of succeeded jobs ends; below 0, succeeded jobs go to the default partition (the maintenance role is not running)',
+    registers: [registry],
+  });
+  const sliceCount = new Gauge({
+    name: 'tidemark_job_slices',
+    help: 'Slices of succeeded jobs attached (the default partition aside); levels off at what the retention period holds once the maintenance role drops emptied ones',
     registers: [registry],
   });
 
@@ -130,16 +135,17 @@ export function createApiMetrics(pool: Pool): ApiMetrics {
   registerProcessMetrics(registry);
 
   async function collect(): Promise<void> {
-    const [counts, lagS, leases, oldestRows, prunedRows, idsLeft] = await Promise.all([
+    const [counts, lagS, leases, oldestRows, prunedRows, slices] = await Promise.all([
       jobCountOpenByQueueState(pool),
       scheduleLagSeconds(pool),
       leaseList(pool),
       historyOldestRows(pool),
       retentionCountList(pool),
-      jobSliceIdsLeft(pool),
+      jobSliceList(pool),
       observeLedger(),
     ]);
-    sliceIdsLeft.set(idsLeft);
+    sliceIdsLeft.set(await jobSliceIdsLeft(pool, slices));
+    sliceCount.set(slices.filter((s) => s.to !== null).length);
     for (const g of [jobs, backlog, running, dead, epoch, held, oldest, pruned]) g.reset();
     for (const row of prunedRows) pruned.inc({ table: row.table }, row.rows);
     for (const row of oldestRows)

@@ -19,7 +19,7 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Clock } from '../clock.ts';
 import type { Logger } from '../log.ts';
-import { JOB_SLICE_IDS, jobSliceEnsure } from '../store/job-slices.ts';
+import { JOB_SLICE_IDS, jobSliceDropEmpty, jobSliceEnsure } from '../store/job-slices.ts';
 import { leaseAcquire, leaseRelease, leaseRenew } from '../store/leases.ts';
 import type { Fence } from '../store/occurrences.ts';
 import { withMovedRowRetry, type Pool } from '../store/pool.ts';
@@ -60,7 +60,7 @@ export interface MaintenanceOptions {
   batchSize?: number;
   /** Largest share of one connection's time pruning takes; the rest of each cycle it rests. */
   dutyCycle?: number;
-  /** Ids per slice of finished jobs (store/job-slices.ts); tests make it small. */
+  /** Ids per slice of succeeded jobs (store/job-slices.ts); tests make it small. */
   sliceIds?: number;
   /** Called after every statement that deleted rows (tests and benches observe progress). */
   onBatch?: (batch: { table: PrunedTable; deleted: number; startedMs: number; endedMs: number }) => void;
@@ -221,7 +221,8 @@ export class Maintenance {
       (await this.#pruneJobs(plan, count)) &&
       (await this.#pruneOccurrences(plan, count)) &&
       (await this.#pruneWorkflows(plan, count)) &&
-      (await this.#pruneWorkers(plan, count));
+      (await this.#pruneWorkers(plan, count)) &&
+      (await this.#dropEmptySlices());
     await Promise.all(counts);
     this.metrics.passes++;
     this.metrics.lastPassMs = performance.now() - started;
@@ -230,7 +231,7 @@ export class Maintenance {
 
   // ——— the pass ———
 
-  /** Attaches the next slice of finished jobs when the ids drawn near the last one's end; false when the term was lost. */
+  /** Attaches the next slice of succeeded jobs when the ids drawn near the last one's end; false when the term was lost. */
   async #ensureSlice(): Promise<boolean> {
     const fence = this.#fence();
     if (fence === null) return false;
@@ -238,11 +239,26 @@ export class Maintenance {
     if (r.attached !== null) {
       this.#log.info(
         { slice: r.attached.name, from: r.attached.from, to: r.attached.to },
-        'finished-jobs slice attached',
+        'succeeded-jobs slice attached',
       );
     } else if (r.reason === 'fenced') {
       this.#lose(`slice attach fenced out: epoch ${fence.epoch} no longer holds the lease`);
       return false;
+    }
+    return true;
+  }
+
+  /** Drops the slices of succeeded jobs that retention has emptied; false when the term was lost. */
+  async #dropEmptySlices(): Promise<boolean> {
+    const fence = this.#fence();
+    if (fence === null) return false;
+    const r = await jobSliceDropEmpty(this.#pool, fence);
+    if (r.reason === 'fenced') {
+      this.#lose(`slice drop fenced out: epoch ${fence.epoch} no longer holds the lease`);
+      return false;
+    }
+    for (const s of r.dropped) {
+      this.#log.info({ slice: s.name, from: s.from, to: s.to }, 'emptied succeeded-jobs slice dropped');
     }
     return true;
   }

@@ -3,6 +3,7 @@
  * dead-letter selection for bulk re-runs. The worker layer's own statements stay in jobs.ts.
  */
 import { JOB_COLUMNS, type JobRow, type JobState } from './jobs.ts';
+import { idWindowBounds, jobSliceWindows } from './job-slices.ts';
 import type { Queryable } from './pool.ts';
 
 export interface JobSearchFilter {
@@ -65,17 +66,21 @@ const INDEXED_STATE: Partial<Record<JobState, string>> = {
  */
 const BY_ID = new Set<JobState | undefined>([undefined, 'succeeded', 'dead', 'cancelled']);
 
+/** The reads that span jobs_done's slices of succeeded jobs (0030, 0031), a range of them at a time. */
+const SLICED = new Set<JobState | undefined>([undefined, 'succeeded']);
+
 /**
- * Newest first by id (the primary key), so paging costs one index range per page. The cursor is a
- * bound even when absent (coalesce): `$7 IS NULL OR id < $7` cannot bound a cached generic plan's
- * index scan, and a second page walked down from the newest job (30,000 rows read for a page of
- * 100, test/api/list-plans.test.ts).
+ * Newest first by id (the primary key), so paging costs one index range per page. The states in
+ * finished jobs' slices are read a range of slices at a time, newest first (jobSliceWindows), until
+ * the page is full. The cursor is a bound even when absent: `$7 IS NULL OR id < $7` cannot bound a
+ * cached generic plan's index scan, and a second page walked down from the newest job (30,000 rows
+ * read for a page of 100, test/api/list-plans.test.ts).
  *
  * Kind and payload are not in any index. Where the page is read in id order, a search by them reads
  * at most JOB_SCAN_LIMIT rows of that index (below the cursor) and numbers them; every other
- * condition is checked on those rows, and the outer query keeps the matches (and the last row read,
- * to know where the scan stopped) until the page is full. Both stream, so a page that fills early
- * stops early.
+ * condition is checked on those rows, and the outer query keeps the matches, the last row read where
+ * the bound stopped the scan and the last row of the range, until the page is full. Both stream, so
+ * a page that fills early stops early.
  */
 export async function jobSearch(db: Queryable, f: JobSearchFilter): Promise<JobSearchPage> {
   const indexed = f.state === undefined ? undefined : INDEXED_STATE[f.state];
@@ -91,40 +96,59 @@ export async function jobSearch(db: Queryable, f: JobSearchFilter): Promise<JobS
     f.limit,
     f.payload === undefined ? null : JSON.stringify(f.payload),
   ];
-  const cursor = `id < coalesce($7::bigint, 9223372036854775807)`;
   const matches = `($1::text IS NULL OR tenant_id = $1) AND ($2::text IS NULL OR queue = $2)
                 AND ($3::text IS NULL OR state = $3)
                 AND ($5::timestamptz IS NULL OR created_at >= $5) AND ($6::timestamptz IS NULL OR created_at < $6)
                 AND ($4::text IS NULL OR kind = $4) AND ($9::jsonb IS NULL OR payload @> $9::jsonb)`;
-  if (!residual || !BY_ID.has(f.state)) {
+  if (!BY_ID.has(f.state) || (!residual && !SLICED.has(f.state))) {
     const { rows } = await db.query<JobRow>({
-      name: indexed === undefined ? 'jobSearch' : `jobSearch:${f.state}`,
-      text: `SELECT ${JOB_COLUMNS} FROM jobs WHERE ${indexed ?? 'true'} AND ${matches} AND ${cursor}
+      name: `jobSearch:${f.state}`,
+      text: `SELECT ${JOB_COLUMNS} FROM jobs WHERE ${indexed ?? 'true'} AND ${matches}
+                AND id < coalesce($7::bigint, 9223372036854775807)
               ORDER BY id DESC LIMIT $8`,
       values,
     });
     return { rows, next: rows.length === f.limit ? (rows.at(-1)?.id ?? null) : null, cutShort: false };
   }
-  const bound = Math.max(JOB_SCAN_LIMIT, f.limit);
-  const { rows } = await db.query<JobRow & { hit: boolean; scanned: number }>({
-    name: indexed === undefined ? 'jobSearchScan' : `jobSearchScan:${f.state}`,
-    text: `SELECT * FROM (
-             SELECT ${JOB_COLUMNS}, ${matches} AS hit,
-                    (row_number() OVER (ORDER BY id DESC))::int AS scanned
-               FROM jobs WHERE ${indexed ?? 'true'} AND ${cursor}
-              ORDER BY id DESC LIMIT $10) read
-           WHERE hit OR scanned = $10
-           ORDER BY id DESC LIMIT $8`,
-    values: [...values, bound],
-  });
-  const last = rows.at(-1);
-  const boundary = last !== undefined && last.scanned === bound;
-  const hits = rows.filter((r) => r.hit).map(({ hit: _hit, scanned: _scanned, ...row }) => row);
-  return {
-    rows: hits,
-    next: last !== undefined && (rows.length === f.limit || boundary) ? last.id : null,
-    cutShort: boundary && hits.length < f.limit,
-  };
+  // Unnamed statements: each is planned with its range's bounds, which prune the other slices.
+  const below = f.beforeId ?? null;
+  const windows = SLICED.has(f.state) ? await jobSliceWindows(db, below) : [{ from: null, to: below }];
+  const inWindow = `id >= $7::bigint AND id < $10::bigint`;
+  const found: JobRow[] = [];
+  let left = Math.max(JOB_SCAN_LIMIT, f.limit);
+  for (const w of windows) {
+    const want = f.limit - found.length;
+    const [from, to] = idWindowBounds(w);
+    const windowValues = [...values.slice(0, 6), from, want, values[8], to];
+    if (!residual) {
+      const { rows } = await db.query<JobRow>(
+        `SELECT ${JOB_COLUMNS} FROM jobs WHERE ${indexed ?? 'true'} AND ${matches} AND ${inWindow}
+          ORDER BY id DESC LIMIT $8`,
+        windowValues,
+      );
+      found.push(...rows);
+      if (found.length === f.limit) return { rows: found, next: found.at(-1)?.id ?? null, cutShort: false };
+      continue;
+    }
+    const { rows } = await db.query<JobRow & { hit: boolean; scanned: number; last_read: boolean }>(
+      `SELECT * FROM (
+         SELECT ${JOB_COLUMNS}, ${matches} AS hit,
+                (row_number() OVER newest)::int AS scanned, lead(id) OVER newest IS NULL AS last_read
+           FROM jobs WHERE ${indexed ?? 'true'} AND ${inWindow}
+          WINDOW newest AS (ORDER BY id DESC)
+          ORDER BY id DESC LIMIT $11) read
+       WHERE hit OR scanned = $11 OR last_read
+       ORDER BY id DESC LIMIT $8`,
+      [...windowValues, left],
+    );
+    const tail = rows.at(-1);
+    for (const { hit, scanned: _scanned, last_read: _last, ...row } of rows) if (hit) found.push(row);
+    if (found.length === f.limit) return { rows: found, next: found.at(-1)?.id ?? null, cutShort: false };
+    if (tail === undefined) continue;
+    if (tail.scanned === left) return { rows: found, next: tail.id, cutShort: true };
+    left -= tail.scanned;
+  }
+  return { rows: found, next: null, cutShort: false };
 }
 
 /** Which of these ids exist in the tenant (any tenant, for undefined), optionally in one state. */

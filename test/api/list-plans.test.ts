@@ -42,12 +42,13 @@ interface Scans {
 }
 
 async function scans(tx: PoolClient): Promise<Scans> {
-  // The jobs history is jobs_done's slices (0030), counted as `jobs`; a slice of a few rows (the
+  // The jobs history is jobs_done's slices (0030) and jobs_ended (0031), counted as `jobs`; a slice of a few rows (the
   // default one, empty) is read whole, as it should be, and its rows still count. The open jobs'
   // partition is the backlog, not history: reading it is what counting or listing open jobs means.
   const { rows } = await tx.query<{ name: string; seq: number; read: number }>(
     `SELECT name, sum(seq)::int AS seq, sum(read)::int AS read
-       FROM (SELECT CASE WHEN s.relid IN (SELECT relid FROM pg_partition_tree('jobs_done')) THEN 'jobs'
+       FROM (SELECT CASE WHEN s.relid IN (SELECT relid FROM pg_partition_tree('jobs_done')) OR s.relname = 'jobs_ended'
+                         THEN 'jobs'
                          ELSE s.relname END AS name,
                     CASE WHEN c.reltuples > 1000 OR s.relname NOT LIKE 'jobs%' THEN coalesce(s.seq_scan, 0)
                          ELSE 0 END AS seq,

@@ -73,6 +73,7 @@ test('lateness survives pruning over HTTP, tenant-scoped; /metrics counts what w
   // The migration's first slice runs 10 million ids past the ids drawn so far.
   const left = /^tidemark_job_slice_ids_left (\d+)$/m.exec(metrics);
   assert.ok(left?.[1] !== undefined && Number(left[1]) > 9_000_000, `slice ids left: ${left?.[1]}`);
+  assert.match(metrics, /^tidemark_job_slices 1$/m);
 });
 
 test('a person discards dead jobs: only dead ones, with their attempts, only their tenant’s', async () => {

@@ -1,6 +1,6 @@
 /**
- * Jobs live in two partitions (migration 0030): open ones in jobs_open, finished ones in jobs_done's
- * slices by id, which the maintenance role attaches ahead of the ids. Asserted on where the rows
+ * Jobs live in three partitions (migrations 0030, 0031): open ones in jobs_open, dead and cancelled
+ * ones in jobs_ended, succeeded ones in jobs_done's slices by id, which the maintenance role attaches ahead of the ids. Asserted on where the rows
  * are (tableoid), not on timings.
  */
 import assert from 'node:assert/strict';
@@ -42,12 +42,12 @@ async function runOne(queue: string): Promise<number> {
   return job.id;
 }
 
-test('an open job is in jobs_open; finished, it moves to the slice of its id', async () => {
+test('an open job is in jobs_open; succeeded, it moves to the slice of its id; dead or cancelled, to jobs_ended', async () => {
   const [job] = await jobs.enqueueMany([{ queue: 'where', kind: 'k' }]);
   assert.ok(job !== undefined);
   assert.equal(await partitionOf(job.id), 'jobs_open');
   await jobCancel(db.pool, job.id);
-  assert.equal(await partitionOf(job.id), 'jobs_done_0');
+  assert.equal(await partitionOf(job.id), 'jobs_ended');
   const done = await runOne('where');
   assert.equal(await partitionOf(done), 'jobs_done_0');
 });

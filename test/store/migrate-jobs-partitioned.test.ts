@@ -1,5 +1,5 @@
 /**
- * Upgrading a database that holds jobs to the partitioned jobs table (migration 0030): every row
+ * Upgrading a database that holds jobs to the partitioned jobs table (migrations 0030 and 0031): every row
  * keeps its columns and lands in its partition, keys given stay unique, ids carry on from where
  * the old sequence was, and the triggers still count the dead letter and delete with a job.
  */
@@ -32,6 +32,10 @@ test('a database with jobs in every state upgrades to open and finished partitio
             jsonb_build_object('state', s)
        FROM unnest(ARRAY['scheduled', 'available', 'running', 'failed', 'succeeded', 'dead', 'cancelled']) s`,
   );
+  await db.pool.query(
+    `INSERT INTO job_attempts (job_id, attempt, worker, started_at, finished_at, outcome, error)
+     SELECT id, 1, 'w1', now(), now(), 'failed', 'boom' FROM jobs WHERE state = 'dead'`,
+  );
   const snapshot = async () =>
     (await db.pool.query('SELECT * FROM jobs ORDER BY id')).rows.map((r: Record<string, unknown>) => ({
       ...r,
@@ -52,10 +56,14 @@ test('a database with jobs in every state upgrades to open and finished partitio
       'running jobs_open',
       'failed jobs_open',
       'succeeded jobs_done_0',
-      'dead jobs_done_0',
-      'cancelled jobs_done_0',
+      'dead jobs_ended',
+      'cancelled jobs_ended',
     ],
   );
+  const { rows: attempts } = await db.pool.query<{ error: string }>(
+    `SELECT a.error FROM job_attempts a JOIN jobs j ON j.id = a.job_id WHERE j.state = 'dead'`,
+  );
+  assert.deepEqual(attempts, [{ error: 'boom' }], "the dead job's attempt moved with it");
   const jobs = new JobClient(db.pool);
   const [next] = await jobs.enqueueMany([{ queue: 'up', kind: 'k' }]);
   assert.ok(next !== undefined && next.id > (seq[0]?.next ?? Infinity), 'ids carry on past the old sequence');

@@ -1,0 +1,155 @@
+/**
+ * Slices of succeeded jobs that retention has emptied are dropped by the maintenance role, and the
+ * newest-first reads that walk the slices a range at a time (jobSliceWindows) return every job once,
+ * in order, across slices, the gaps dropped ones leave and the default partition.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { pino } from 'pino';
+import { Maintenance } from '../../src/maintenance/maintenance.ts';
+import { jobCountByState } from '../../src/store/job-counts.ts';
+import { jobSearch, type JobSearchFilter } from '../../src/store/job-search.ts';
+import { jobSliceList } from '../../src/store/job-slices.ts';
+import type { JobState } from '../../src/store/jobs.ts';
+import { createTestDatabase } from '../support/db.ts';
+
+const db = await createTestDatabase();
+const log = pino({ level: 'silent' });
+const SIZE = 100;
+
+/** Jobs with ids from `from`, one per state given, inserted as they would be after running. */
+async function jobsAt(from: number, states: readonly JobState[], kind = 'k'): Promise<number[]> {
+  await db.pool.query(`SELECT setval('jobs_id_seq', $1, false)`, [from]);
+  const { rows } = await db.pool.query<{ id: number }>(
+    `INSERT INTO jobs (queue, kind, state, idempotency_key, key_generated, attempt, started_at, finished_at)
+     SELECT 'q', $2, s, 'key-' || $1::bigint || '-' || o, true, 1, now(),
+            CASE WHEN s IN ('succeeded', 'dead', 'cancelled') THEN now() END
+       FROM unnest($3::text[]) WITH ORDINALITY u (s, o)
+     RETURNING id`,
+    [from, kind, states],
+  );
+  return rows.map((r) => r.id);
+}
+
+async function partitionOf(id: number): Promise<string | undefined> {
+  const { rows } = await db.pool.query<{ part: string }>(
+    'SELECT tableoid::regclass::text AS part FROM jobs WHERE id = $1',
+    [id],
+  );
+  return rows[0]?.part;
+}
+
+async function sliceNames(): Promise<string[]> {
+  return (await jobSliceList(db.pool)).map((s) => s.name);
+}
+
+const m = new Maintenance({ pool: db.pool, log, sliceIds: SIZE });
+/** Attaches slices only: with retention off a pass stops before pruning and dropping. */
+const attacher = new Maintenance({ pool: db.pool, log, sliceIds: SIZE, retention: { enabled: false } });
+const [first] = await jobSliceList(db.pool);
+const END = first?.to ?? 0;
+/** Attaches slices [END, END + SIZE), … up to `count` of them, as the ids reach each. */
+async function attachSlices(count: number): Promise<void> {
+  for (let i = 0; i < count; i++) {
+    await db.pool.query(`SELECT setval('jobs_id_seq', $1)`, [END + i * SIZE - SIZE / 2]);
+    await attacher.runPass();
+  }
+  await attacher.stop();
+}
+
+test('an emptied slice is dropped; one with a job left, one with an open job in its range, and the newest stay', async (t) => {
+  t.after(() => m.stop());
+  await attachSlices(5);
+  const at = (i: number): number => END + i * SIZE;
+  assert.deepEqual(await sliceNames(), [
+    'jobs_done_0',
+    ...[0, 1, 2, 3, 4].map((i) => `jobs_done_${at(i)}`),
+    'jobs_done_default',
+  ]);
+  // Slice 0: its succeeded jobs pruned (by hand here) and vacuumed away; its dead job is in jobs_ended.
+  const [pruned, dead] = await jobsAt(at(0) + 1, ['succeeded', 'dead']);
+  assert.equal(await partitionOf(dead ?? 0), 'jobs_ended');
+  await db.pool.query('DELETE FROM jobs WHERE id = $1', [pruned]);
+  // Slice 1 keeps a succeeded job; slice 2 has none but an open job whose id it covers.
+  const [kept] = await jobsAt(at(1) + 1, ['succeeded']);
+  const [open] = await jobsAt(at(2) + 1, ['available']);
+  await db.pool.query(`SELECT setval('jobs_id_seq', $1)`, [at(4) + 10]);
+  await db.pool.query(`VACUUM jobs_done_${at(0)}`);
+
+  const pass = await m.runPass();
+  assert.equal(pass.held, true);
+  assert.deepEqual(await sliceNames(), [
+    `jobs_done_${at(1)}`,
+    `jobs_done_${at(2)}`,
+    `jobs_done_${at(4)}`,
+    'jobs_done_default',
+  ]);
+  assert.equal(await partitionOf(kept ?? 0), `jobs_done_${at(1)}`);
+  assert.equal(await partitionOf(dead ?? 0), 'jobs_ended', 'the dead job outlives its slice');
+  // The open job finishes into its own slice, which waited for it.
+  await db.pool.query(`UPDATE jobs SET state = 'succeeded', finished_at = now() WHERE id = $1`, [open]);
+  assert.equal(await partitionOf(open ?? 0), `jobs_done_${at(2)}`);
+});
+
+test('newest-first pages and counts read every job once across slices, dropped gaps and the default partition', async () => {
+  const names = await sliceNames();
+  const ranges = (await jobSliceList(db.pool)).filter((s) => s.to !== null);
+  const mixed: JobState[] = [
+    'succeeded',
+    'dead',
+    'succeeded',
+    'available',
+    'cancelled',
+    'succeeded',
+    'failed',
+  ];
+  for (const s of ranges) await jobsAt((s.from ?? 1) + 20, mixed);
+  // A gap where slice 3 was dropped: nothing there now, nothing lost. Past the last slice: the default.
+  const last = ranges.at(-1)?.to ?? 0;
+  const strays = await jobsAt(last + 5, ['succeeded', 'succeeded', 'available'], 'stray');
+  assert.equal(await partitionOf(strays[0] ?? 0), 'jobs_done_default');
+  await jobsAt(END + 3 * SIZE + 50, ['available'], 'in-gap');
+  assert.deepEqual(await sliceNames(), names, 'no slice attached or dropped under the reads');
+  await db.pool.query('ANALYZE jobs');
+
+  const filters: Omit<JobSearchFilter, 'limit'>[] = [
+    {},
+    { state: 'succeeded' },
+    { state: 'dead' },
+    { kind: 'stray' },
+    { state: 'succeeded', kind: 'stray' },
+    { queue: 'q', payload: {} },
+  ];
+  for (const f of filters) {
+    const { rows } = await db.pool.query<{ id: number }>(
+      `SELECT id FROM jobs WHERE ($1::text IS NULL OR state = $1) AND ($2::text IS NULL OR kind = $2)
+        ORDER BY id DESC`,
+      [f.state ?? null, f.kind ?? null],
+    );
+    const want = rows.map((r) => r.id);
+    for (const limit of [1, 4, 200]) {
+      const got: number[] = [];
+      let beforeId: number | undefined;
+      for (let pages = 0; pages < 100; pages++) {
+        const page = await jobSearch(db.pool, {
+          ...f,
+          limit,
+          ...(beforeId === undefined ? {} : { beforeId }),
+        });
+        assert.equal(page.cutShort, false);
+        got.push(...page.rows.map((r) => r.id));
+        if (page.next === null) break;
+        beforeId = page.next;
+      }
+      assert.deepEqual(got, want, `${JSON.stringify(f)}, pages of ${limit}`);
+    }
+  }
+  const { counts, exact } = await jobCountByState(db.pool, { cap: 1_000 });
+  const { rows } = await db.pool.query<{ state: JobState; n: number }>(
+    `SELECT state, count(*)::int AS n FROM jobs GROUP BY state`,
+  );
+  for (const r of rows) assert.equal(counts[r.state], r.n, r.state);
+  assert.equal(exact.succeeded, true);
+  const capped = await jobCountByState(db.pool, { cap: 3 });
+  assert.deepEqual([capped.counts.succeeded, capped.exact.succeeded], [3, false]);
+});
