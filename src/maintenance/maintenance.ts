@@ -24,6 +24,7 @@ import { leaseAcquire, leaseRelease, leaseRenew } from '../store/leases.ts';
 import type { Fence } from '../store/occurrences.ts';
 import { withMovedRowRetry, type Pool } from '../store/pool.ts';
 import {
+  agedPruneBatch,
   jobPruneBatch,
   occurrencePruneBatch,
   retentionCountAdd,
@@ -199,6 +200,9 @@ export class Maintenance {
       workflows: 0,
       workflow_nodes: 0,
       workers: 0,
+      occurrence_minutes: 0,
+      occurrence_days: 0,
+      queue_changes: 0,
     };
     const result = (held: boolean): PassResult => ({
       held,
@@ -222,6 +226,7 @@ export class Maintenance {
       (await this.#pruneOccurrences(plan, count)) &&
       (await this.#pruneWorkflows(plan, count)) &&
       (await this.#pruneWorkers(plan, count)) &&
+      (await this.#pruneAged(plan, count)) &&
       (await this.#dropEmptySlices());
     await Promise.all(counts);
     this.metrics.passes++;
@@ -452,6 +457,31 @@ export class Maintenance {
       if (r === null) return false;
       if (r.deleted < this.#batchSize) return true;
     }
+  }
+  /** The lateness rollups and the queues' audit trail, by age alone; false when the term was lost. */
+  async #pruneAged(
+    plan: RetentionPlan,
+    count: (table: PrunedTable, n: number, startedMs: number) => void,
+  ): Promise<boolean> {
+    const tables = [
+      ['occurrence_minutes', plan.rollupsS],
+      ['occurrence_days', plan.rollupsS],
+      ['queue_changes', plan.auditS],
+    ] as const;
+    for (const [table, retentionS] of tables) {
+      if (retentionS === null) continue;
+      for (;;) {
+        const r = await this.#batch(
+          table,
+          (fence) => agedPruneBatch(this.#pool, fence, this.#now(), table, retentionS, this.#batchSize),
+          (r) => r.deleted,
+          count,
+        );
+        if (r === null) return false;
+        if (r.deleted < this.#batchSize) break;
+      }
+    }
+    return true;
   }
 
   // ——— the lease ———

@@ -11,6 +11,9 @@ export const PrunedTable = {
   workflows: 'workflows',
   workflow_nodes: 'workflow_nodes',
   workers: 'workers',
+  occurrence_minutes: 'occurrence_minutes',
+  occurrence_days: 'occurrence_days',
+  queue_changes: 'queue_changes',
 } as const;
 export type PrunedTable = (typeof PrunedTable)[keyof typeof PrunedTable];
 
@@ -37,6 +40,9 @@ export class MaintenanceMetrics {
     workflows: 0,
     workflow_nodes: 0,
     workers: 0,
+    occurrence_minutes: 0,
+    occurrence_days: 0,
+    queue_changes: 0,
   };
 
   add(table: PrunedTable, n: number): void {

@@ -27,6 +27,13 @@ export interface RetentionConfig extends RetentionOverride {
   tenants?: Record<string, RetentionOverride>;
   /** How long a stopped or lost worker stays in the registry (GET /v1/workers). Default 1 day. */
   workers?: RetentionDuration;
+  /**
+   * How long the lateness rollups of pruned occurrences are kept (per minute and per schedule and
+   * day). Default 400 days; no shorter than any `occurrences` setting.
+   */
+  rollups?: RetentionDuration;
+  /** How long the queues' audit trail (pauses, resumes, edits) is kept. Default 400 days. */
+  audit?: RetentionDuration;
 }
 
 const DAY_S = 86_400;
@@ -44,6 +51,13 @@ export const RETENTION_DEFAULTS: Readonly<RetentionSeconds> = {
 
 /** A day of stopped and lost workers: enough to see what ran overnight, no more than a fleet's churn. */
 export const WORKER_RETENTION_DEFAULT_S = DAY_S;
+
+/**
+ * Lateness history and the queues' audit trail: a year and a month, so this month can be read
+ * beside the same month a year ago. At 30,000 schedules the per-schedule rollup holds 12 million rows.
+ */
+export const ROLLUP_RETENTION_DEFAULT_S = 400 * DAY_S;
+export const AUDIT_RETENTION_DEFAULT_S = 400 * DAY_S;
 
 /**
  * Shortest retention accepted: a finished job is still read right after it ends (its enqueuer polls
@@ -148,6 +162,10 @@ export interface RetentionPlan {
   workflowHorizonS: number | null;
   /** Stopped and lost workers' registry rows; null: kept forever. */
   workersS: number | null;
+  /** occurrence_minutes and occurrence_days rows; null: kept forever. */
+  rollupsS: number | null;
+  /** queue_changes rows; null: kept forever. */
+  auditS: number | null;
 }
 
 function shortest(policy: RetentionPolicy, keys: readonly Key[], withQueues: boolean): number | null {
@@ -162,13 +180,26 @@ function shortest(policy: RetentionPolicy, keys: readonly Key[], withQueues: boo
   return values.length === 0 ? null : Math.min(...values);
 }
 
+/** Seconds as the settings write them: whole days as `7d`, else seconds. */
+function duration(s: number): string {
+  return s % DAY_S === 0 ? `${s / DAY_S}d` : `${s}s`;
+}
+
+/** Longest finite retention of `key` anywhere in the policy; null when it is forever everywhere. */
+function longestFinite(policy: RetentionPolicy, key: Key): number | null {
+  const values = [policy.d, ...Object.values(policy.t), ...Object.values(policy.q)]
+    .map((source) => source[key])
+    .filter((v): v is number => v !== undefined && v >= 0);
+  return values.length === 0 ? null : Math.max(...values);
+}
+
 /**
  * Checks a retention configuration (from code or a JSON file) and makes the plan Maintenance runs.
  * `field` prefixes error paths (`retention` by default). Throws RetentionConfigError.
  */
 export function retentionPlan(config: unknown = {}, field = 'retention'): RetentionPlan | null {
   if (!isRecord(config)) throw new RetentionConfigError(field, 'expected an object');
-  const known = ['enabled', 'queues', 'tenants', 'workers', ...KEYS];
+  const known = ['enabled', 'queues', 'tenants', 'workers', 'rollups', 'audit', ...KEYS];
   for (const k of Object.keys(config)) {
     if (!known.includes(k)) {
       throw new RetentionConfigError(`${field}.${k}`, `unknown field (expected one of ${known.join(', ')})`);
@@ -187,11 +218,25 @@ export function retentionPlan(config: unknown = {}, field = 'retention'): Retent
     q: overrides(`${field}.queues`, config.queues, /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/, 'queue'),
     t: overrides(`${field}.tenants`, config.tenants, /^[a-z0-9][a-z0-9_-]{0,62}$/, 'tenant'),
   };
+  const optional = (key: 'workers' | 'rollups' | 'audit', fallback: number): number =>
+    config[key] === undefined ? fallback : seconds(`${field}.${key}`, config[key]);
+  const workersS = optional('workers', WORKER_RETENTION_DEFAULT_S);
+  const rollupsS = optional('rollups', ROLLUP_RETENTION_DEFAULT_S);
+  const auditS = optional('audit', AUDIT_RETENTION_DEFAULT_S);
+  // A rollup row is written when its occurrences are pruned: a shorter rollup retention would
+  // delete the lateness history as soon as it is made.
+  const ledger = longestFinite(policy, 'occurrences');
+  if (rollupsS >= 0 && ledger !== null && rollupsS < ledger) {
+    throw new RetentionConfigError(
+      `${field}.rollups`,
+      `${duration(rollupsS)} is shorter than the longest occurrences setting (${duration(ledger)}): the lateness of pruned occurrences would be deleted as soon as it is summed`,
+    );
+  }
   if (!enabled) return null;
-  const workersS =
-    config.workers === undefined ? WORKER_RETENTION_DEFAULT_S : seconds(`${field}.workers`, config.workers);
   return {
     workersS: workersS < 0 ? null : workersS,
+    rollupsS: rollupsS < 0 ? null : rollupsS,
+    auditS: auditS < 0 ? null : auditS,
     policy,
     jobHorizonS: {
       succeeded: shortest(policy, ['succeeded'], true),

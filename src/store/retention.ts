@@ -447,3 +447,39 @@ export async function workerPruneBatch(
   if (row === undefined) throw new Error('workerPruneBatch returned no row');
   return row;
 }
+
+/** The tables pruned by age alone, each with the column their age is read from. */
+const AGED = { occurrence_minutes: 'minute', occurrence_days: 'day', queue_changes: 'at' } as const;
+export type AgedTable = keyof typeof AGED;
+
+/**
+ * Deletes up to `limit` rows of `table` older than `retentionS` (by `now`, else the database's
+ * clock): the lateness rollups, which outlive the occurrences they sum, and the queues' audit trail.
+ */
+export async function agedPruneBatch(
+  db: Queryable,
+  fence: Fence,
+  now: Date | null,
+  table: AgedTable,
+  retentionS: number,
+  limit: number,
+): Promise<{ fenced: boolean; deleted: number }> {
+  const { rows } = await db.query<{ fenced: boolean; deleted: number }>({
+    name: `agedPruneBatch:${table}`,
+    text: `WITH ${FENCE}, t AS (
+             SELECT coalesce($4::timestamptz, clock_timestamp()) - make_interval(secs => $5) AS cutoff
+           ), del AS (
+             DELETE FROM ${table}
+              WHERE ctid = ANY (ARRAY(
+                      SELECT a.ctid FROM ${table} a, t
+                       WHERE EXISTS (SELECT 1 FROM fence) AND a.${AGED[table]} < t.cutoff
+                       LIMIT $6))
+             RETURNING 1
+           )
+           SELECT EXISTS (SELECT 1 FROM fence) AS fenced, (SELECT count(*) FROM del)::int AS deleted`,
+    values: [fence.lease, fence.holder, fence.epoch, now, retentionS, limit],
+  });
+  const row = rows[0];
+  if (row === undefined) throw new Error(`agedPruneBatch(${table}) returned no row`);
+  return row;
+}

@@ -416,6 +416,55 @@ test('two running replicas: every batch of one ends before any batch of the othe
   }
 });
 
+test('the lateness rollups and the queues audit trail go after 400 days; forever keeps them', async () => {
+  const old = ago(400 * DAY_MS + 60_000);
+  const young = ago(400 * DAY_MS - 60_000);
+  const insert = async (): Promise<void> => {
+    await db.pool.query(
+      `INSERT INTO occurrence_minutes (minute, tenant_id, scheduled) VALUES ($1, 'aged', 1), ($2, 'aged', 1)
+       ON CONFLICT DO NOTHING`,
+      [old, young],
+    );
+    await db.pool.query(
+      `INSERT INTO occurrence_days (schedule_id, day, tenant_id, scheduled)
+       VALUES (gen_random_uuid(), $1, 'aged', 1), (gen_random_uuid(), $2, 'aged', 1)`,
+      [old, young],
+    );
+    await db.pool.query(
+      `INSERT INTO queue_changes (queue, at, by, change, before, after)
+       VALUES ('aged', $1, 'ops', 'pause', '{}', '{}'), ('aged', $2, 'ops', 'resume', '{}', '{}')`,
+      [old, young],
+    );
+  };
+  const left = async (): Promise<number[]> => [
+    await count(db.pool, `SELECT count(*) FROM occurrence_minutes WHERE tenant_id = 'aged'`),
+    await count(db.pool, `SELECT count(*) FROM occurrence_days WHERE tenant_id = 'aged'`),
+    await count(db.pool, `SELECT count(*) FROM queue_changes WHERE queue = 'aged'`),
+  ];
+  await insert();
+  const forever = maintenance({ rollups: 'forever', audit: 'forever' });
+  const kept = await forever.runPass();
+  await forever.stop();
+  assert.deepEqual(
+    [kept.deleted.occurrence_minutes, kept.deleted.occurrence_days, kept.deleted.queue_changes],
+    [0, 0, 0],
+  );
+  assert.deepEqual(await left(), [2, 2, 2]);
+
+  const m = maintenance({}, { batchSize: 1 });
+  const pass = await m.runPass();
+  await m.stop();
+  assert.deepEqual(
+    [pass.deleted.occurrence_minutes, pass.deleted.occurrence_days, pass.deleted.queue_changes],
+    [1, 1, 1],
+  );
+  assert.deepEqual(await left(), [1, 1, 1], 'the rows younger than 400 days stay');
+  const { rows } = await db.pool.query<{ change: string }>(
+    `SELECT change FROM queue_changes WHERE queue = 'aged'`,
+  );
+  assert.deepEqual(rows, [{ change: 'resume' }]);
+});
+
 test('a bad retention configuration is refused, naming the field, before anything runs', async () => {
   const cases: [unknown, string, RegExp][] = [
     [{ succeded: '7d' }, 'retention.succeded', /unknown field/],
@@ -427,6 +476,9 @@ test('a bad retention configuration is refused, naming the field, before anythin
     [{ tenants: { acme: { dead: true } } }, 'retention.tenants.acme.dead', /expected a duration/],
     [{ tenants: [] }, 'retention.tenants', /expected an object/],
     [{ enabled: 'yes' }, 'retention.enabled', /expected true or false/],
+    [{ rollups: '7d' }, 'retention.rollups', /shorter than the longest occurrences setting/],
+    [{ tenants: { acme: { occurrences: '500d' } } }, 'retention.rollups', /400d is shorter than/],
+    [{ audit: 'soon' }, 'retention.audit', /not a duration/],
   ];
   const leasesBefore = await count(db.pool, 'SELECT count(*) FROM leases');
   for (const [retention, field, reason] of cases) {
