@@ -5,7 +5,7 @@
  * reach it (jobSliceEnsure) and drops those retention has emptied (jobSliceDropEmpty).
  */
 import type { Fence } from './occurrences.ts';
-import type { Pool, Queryable } from './pool.ts';
+import type { Pool, PoolClient, Queryable } from './pool.ts';
 import { FENCE } from './retention.ts';
 
 /**
@@ -78,19 +78,7 @@ export async function jobSliceEnsure(
   if (drawn + size / 2 < end) return { attached: null, reason: 'ahead' };
   const from = Math.max(end, (rows[0]?.stray ?? 0) + 1, drawn + 1);
   const slice: JobSlice = { name: `jobs_done_${from}`, from, to: from + size };
-  const client = await pool.connect();
-  try {
-    await client.query('BEGIN');
-    await client.query(`SET LOCAL lock_timeout = ${Math.max(1, Math.round(lockTimeoutMs))}`);
-    const held = await client.query(`WITH ${FENCE} SELECT FROM fence`, [
-      fence.lease,
-      fence.holder,
-      fence.epoch,
-    ]);
-    if (held.rowCount !== 1) {
-      await client.query('ROLLBACK');
-      return { attached: null, reason: 'fenced' };
-    }
+  const r = await fencedChange(pool, fence, lockTimeoutMs, async (client) => {
     await client.query(
       `CREATE TABLE ${slice.name} (LIKE jobs_done INCLUDING DEFAULTS INCLUDING CONSTRAINTS)
          WITH (autovacuum_vacuum_scale_factor = 0.01, autovacuum_analyze_scale_factor = 0.02)`,
@@ -98,18 +86,10 @@ export async function jobSliceEnsure(
     await client.query(
       `ALTER TABLE jobs_done ATTACH PARTITION ${slice.name} FOR VALUES FROM (${from}) TO (${slice.to})`,
     );
-    await client.query('COMMIT');
-    return { attached: slice };
-  } catch (error) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    // 55P03: a lock not granted in time. 23514: a job with an id past `drawn` finished into the
-    // default partition between the read and the attach; the next pass starts after it.
-    const code = (error as { code?: unknown }).code;
-    if (code === '55P03' || code === '23514') return { attached: null, reason: 'busy' };
-    throw error;
-  } finally {
-    client.release();
-  }
+  });
+  // 23514 (busy too): a job with an id past `drawn` finished into the default partition between the
+  // read and the attach; the next pass starts after it.
+  return typeof r === 'string' ? { attached: null, reason: r } : { attached: slice };
 }
 
 export interface SliceDropResult {
@@ -137,6 +117,30 @@ export async function jobSliceDropEmpty(
   const behind = sliced.slice(0, -1).filter((s) => (s.to ?? Infinity) <= drawn);
   if (behind.length === 0) return { dropped: [], reason: null };
   if ((await emptySlices(pool, behind)).length === 0) return { dropped: [], reason: null };
+  const r = await fencedChange(pool, fence, lockTimeoutMs, async (client) => {
+    // Checked again under the lock: no job can finish into a slice while jobs_done is held.
+    await client.query('LOCK TABLE jobs_done IN ACCESS EXCLUSIVE MODE');
+    const dropped = await emptySlices(client, behind);
+    for (const s of dropped) {
+      await client.query(`ALTER TABLE jobs_done DETACH PARTITION ${s.name}`);
+      await client.query(`DROP TABLE ${s.name}`);
+    }
+    return dropped;
+  });
+  return typeof r === 'string' ? { dropped: [], reason: r } : { dropped: r, reason: null };
+}
+
+/**
+ * Runs a change of jobs_done's partitions in a transaction fenced by the maintenance lease, waiting
+ * at most `lockTimeoutMs` for each lock: `fenced` when the fence no longer holds (nothing changed),
+ * `busy` when a lock was not granted in time (55P03) or the change met a row it must leave (23514).
+ */
+async function fencedChange<T>(
+  pool: Pool,
+  fence: Fence,
+  lockTimeoutMs: number,
+  change: (client: PoolClient) => Promise<T>,
+): Promise<T | 'fenced' | 'busy'> {
   const client = await pool.connect();
   try {
     await client.query('BEGIN');
@@ -148,20 +152,15 @@ export async function jobSliceDropEmpty(
     ]);
     if (held.rowCount !== 1) {
       await client.query('ROLLBACK');
-      return { dropped: [], reason: 'fenced' };
+      return 'fenced';
     }
-    // Checked again under the lock: no job can finish into a slice while jobs_done is held.
-    await client.query('LOCK TABLE jobs_done IN ACCESS EXCLUSIVE MODE');
-    const dropped = await emptySlices(client, behind);
-    for (const s of dropped) {
-      await client.query(`ALTER TABLE jobs_done DETACH PARTITION ${s.name}`);
-      await client.query(`DROP TABLE ${s.name}`);
-    }
+    const result = await change(client);
     await client.query('COMMIT');
-    return { dropped, reason: null };
+    return result;
   } catch (error) {
     await client.query('ROLLBACK').catch(() => undefined);
-    if ((error as { code?: unknown }).code === '55P03') return { dropped: [], reason: 'busy' };
+    const code = (error as { code?: unknown }).code;
+    if (code === '55P03' || code === '23514') return 'busy';
     throw error;
   } finally {
     client.release();

@@ -11,7 +11,9 @@ import { jobCountByState } from '../../src/store/job-counts.ts';
 import { jobSearch, type JobSearchFilter } from '../../src/store/job-search.ts';
 import { jobSliceList } from '../../src/store/job-slices.ts';
 import type { JobState } from '../../src/store/jobs.ts';
+import { JobClient } from '../../src/worker/job-client.ts';
 import { createTestDatabase } from '../support/db.ts';
+import { startWorker, waitUntil } from '../worker/support.ts';
 
 const db = await createTestDatabase();
 const log = pino({ level: 'silent' });
@@ -152,4 +154,69 @@ test('newest-first pages and counts read every job once across slices, dropped g
   assert.equal(exact.succeeded, true);
   const capped = await jobCountByState(db.pool, { cap: 3 });
   assert.deepEqual([capped.counts.succeeded, capped.exact.succeeded], [3, false]);
+});
+
+test('a slice dropped while a worker finishes jobs into the next one: every job succeeds once, none lost', async () => {
+  const own = await createTestDatabase();
+  const [zero] = await jobSliceList(own.pool);
+  const end = zero?.to ?? 0;
+  // Slices of 10,000: the 2,000 jobs below all fall in the third.
+  const size = 10_000;
+  const attach = new Maintenance({ pool: own.pool, log, sliceIds: size, retention: { enabled: false } });
+  for (let i = 0; i < 3; i++) {
+    await own.pool.query(`SELECT setval('jobs_id_seq', $1)`, [end + i * size - size / 2]);
+    await attach.runPass();
+  }
+  await attach.stop();
+  // The first two slices empty and behind the ids drawn: they may go while jobs finish into the third.
+  await own.pool.query(`SELECT setval('jobs_id_seq', $1)`, [end + 2 * size]);
+  const jobs = new JobClient(own.pool);
+  const total = 2_000;
+  const ids: number[] = [];
+  for (let i = 0; i < total; i += 500) {
+    const batch = Array.from({ length: Math.min(500, total - i) }, () => ({ queue: 'q', kind: 'k' }));
+    ids.push(...(await jobs.enqueueMany(batch)).map((j) => j.id));
+  }
+  assert.ok((ids[0] ?? 0) > end + 2 * size && (ids.at(-1) ?? Infinity) < end + 3 * size);
+  const runs = new Map<number, number>();
+  const worker = await startWorker(
+    own,
+    {
+      k: (ctx) => {
+        runs.set(ctx.jobId, (runs.get(ctx.jobId) ?? 0) + 1);
+        return Promise.resolve();
+      },
+    },
+    { queues: [{ name: 'q', concurrency: 50 }] },
+  );
+  const dropper = new Maintenance({ pool: own.pool, log, sliceIds: size });
+  try {
+    const dropped = [`jobs_done_${end}`, `jobs_done_${end + size}`, 'jobs_done_0'];
+    await waitUntil(
+      'every job finished and the emptied slices dropped',
+      async () => {
+        await dropper.runPass();
+        const { rows } = await own.pool.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM jobs WHERE id = ANY ($1) AND state = 'succeeded'`,
+          [ids],
+        );
+        const names = (await jobSliceList(own.pool)).map((s) => s.name);
+        return rows[0]?.n === total && dropped.every((d) => !names.includes(d));
+      },
+      30_000,
+    );
+  } finally {
+    await dropper.stop();
+    await worker.stop();
+  }
+  assert.equal(runs.size, total);
+  assert.ok(
+    [...runs.values()].every((n) => n === 1),
+    'no job ran twice',
+  );
+  const { rows } = await own.pool.query<{ part: string; n: number }>(
+    `SELECT tableoid::regclass::text AS part, count(*)::int AS n FROM jobs WHERE id = ANY ($1) GROUP BY 1`,
+    [ids],
+  );
+  assert.deepEqual(rows, [{ part: `jobs_done_${end + 2 * size}`, n: total }]);
 });
