@@ -2,7 +2,8 @@
  * The statements of a workflow node's completion find nodes by their job (workflow_nodes_job_idx),
  * whatever the planner's statistics say: after an ANALYZE that saw two workflows and one queued node
  * each, the lock statement read every node of each workflow and the success update every queued
- * node, per completion batch. And the completion's transaction reads its jobs by primary key
+ * node, per completion batch; so does the generic plan a connection keeps for the named success
+ * statement. And the completion's transaction reads its jobs by primary key
  * (withTransaction's byIndex) where the jobs table's statistics are those of a nearly empty one.
  */
 import assert from 'node:assert/strict';
@@ -47,32 +48,35 @@ test('completing workflow nodes finds them by job, not by scanning a workflow or
   await succeed(db.pool, [root.id]);
   const children = await claim(db.pool, 'plan-a');
   assert.equal(children.length, 2000);
-  const jobIds = children.slice(0, 500).map((j) => j.id);
-
-  const tx = await db.pool.connect();
-  try {
-    await tx.query('BEGIN');
-    const before = await indexScans(tx);
-    const locked = await workflowLockByJobs(tx, jobIds);
-    assert.deepEqual(
-      locked.map((w) => w.id),
-      ['plan-a'],
-    );
-    const succeeded = await workflowNodeJobsSucceed(tx, jobIds);
-    assert.deepEqual(
-      succeeded.locked.map((w) => w.id),
-      ['plan-a'],
-    );
-    const after = await indexScans(tx);
-    const used = Object.keys(after).filter((name) => (after[name] ?? 0) > (before[name] ?? 0));
-    assert.deepEqual(used.sort(), ['workflow_nodes_job_idx']);
-    const { rows } = await tx.query<{ n: number }>(
-      `SELECT count(*)::int AS n FROM workflow_nodes WHERE workflow_id = 'plan-a' AND state = 'succeeded'`,
-    );
-    assert.equal(rows[0]?.n, 501);
-    await tx.query('ROLLBACK');
-  } finally {
-    tx.release();
+  // Planned for its parameters, and as the plan a connection keeps for the named statement.
+  for (const mode of ['auto', 'force_generic_plan']) {
+    const jobIds = children.slice(0, 500).map((j) => j.id);
+    const tx = await db.pool.connect();
+    try {
+      await tx.query('BEGIN');
+      await tx.query(`SET LOCAL plan_cache_mode = ${mode}`);
+      const before = await indexScans(tx);
+      const locked = await workflowLockByJobs(tx, jobIds);
+      assert.deepEqual(
+        locked.map((w) => w.id),
+        ['plan-a'],
+      );
+      const succeeded = await workflowNodeJobsSucceed(tx, jobIds);
+      assert.deepEqual(
+        succeeded.locked.map((w) => w.id),
+        ['plan-a'],
+      );
+      const after = await indexScans(tx);
+      const used = Object.keys(after).filter((name) => (after[name] ?? 0) > (before[name] ?? 0));
+      assert.deepEqual(used.sort(), ['workflow_nodes_job_idx'], mode);
+      const { rows } = await tx.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM workflow_nodes WHERE workflow_id = 'plan-a' AND state = 'succeeded'`,
+      );
+      assert.equal(rows[0]?.n, 501);
+      await tx.query('ROLLBACK');
+    } finally {
+      tx.release();
+    }
   }
 });
 
@@ -86,11 +90,12 @@ test('a completion transaction reads its jobs by primary key where the statistic
      FROM generate_series(1, 20000) g RETURNING id`,
   );
   const refs = rows.filter((_, i) => i % 40 === 0).map((r) => ({ id: r.id, attempt: 1 }));
-  const half = refs.length / 2;
-  const complete = (batch: typeof refs, byIndex: boolean) =>
+  const third = Math.floor(refs.length / 3);
+  const complete = (batch: typeof refs, byIndex: boolean, mode: string) =>
     withTransaction(
       own.pool,
       async (tx) => {
+        await tx.query(`SET LOCAL plan_cache_mode = ${mode}`);
         // Rows read by scanning the open jobs' partition, and index scans of its primary key, by
         // the completion. (A transaction's counts can include earlier ones on the connection not
         // yet reported.)
@@ -112,14 +117,16 @@ test('a completion transaction reads its jobs by primary key where the statistic
       },
       { byIndex },
     );
-  // Planned as usual and with table scans off (byIndex), the batch reads the open jobs by key.
-  for (const [batch, byIndex] of [
-    [refs.slice(0, half), false],
-    [refs.slice(half), true],
+  // Planned as usual, with table scans off (byIndex), and as the generic plan a connection keeps
+  // for the named statement, the batch reads the open jobs by key.
+  for (const [batch, byIndex, mode] of [
+    [refs.slice(0, third), false, 'auto'],
+    [refs.slice(third, 2 * third), true, 'auto'],
+    [refs.slice(2 * third), true, 'force_generic_plan'],
   ] as const) {
-    const r = await complete(batch, byIndex);
+    const r = await complete(batch, byIndex, mode);
     assert.equal(r.written, batch.length);
-    assert.ok(r.scanned < 1000, `jobs not scanned (byIndex ${byIndex}): ${JSON.stringify(r)}`);
-    assert.ok(r.pkey > 0, `read by jobs_open_pkey (byIndex ${byIndex})`);
+    assert.ok(r.scanned < 1000, `jobs not scanned (byIndex ${byIndex}, ${mode}): ${JSON.stringify(r)}`);
+    assert.ok(r.pkey > 0, `read by jobs_open_pkey (byIndex ${byIndex}, ${mode})`);
   }
 });
