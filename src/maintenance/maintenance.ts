@@ -19,7 +19,7 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Clock } from '../clock.ts';
 import type { Logger } from '../log.ts';
-import { JOB_SLICE_IDS, jobSliceDropEmpty, jobSliceEnsure } from '../store/job-slices.ts';
+import { JOB_SLICE_IDS, jobSliceDropEmpty, jobSliceEndAfter, jobSliceEnsure } from '../store/job-slices.ts';
 import { leaseAcquire, leaseRelease, leaseRenew } from '../store/leases.ts';
 import type { Fence } from '../store/occurrences.ts';
 import { withMovedRowRetry, type Pool } from '../store/pool.ts';
@@ -346,10 +346,23 @@ export class Maintenance {
     let firstKept: number | null = null;
     for (;;) {
       const cursor = afterId;
+      // The walk by id goes a slice of succeeded jobs at a time (jobPruneBatch's `below`); the dead
+      // and cancelled walks read jobs_ended alone.
+      const below = walk === 'id' ? await jobSliceEndAfter(this.#pool, cursor) : null;
       const r = await this.#batch(
         'jobs',
         (fence) =>
-          jobPruneBatch(this.#pool, fence, this.#now(), plan.policy, walk, cursor, this.#batchSize, horizon),
+          jobPruneBatch(
+            this.#pool,
+            fence,
+            this.#now(),
+            plan.policy,
+            walk,
+            cursor,
+            this.#batchSize,
+            horizon,
+            below,
+          ),
         (r) => r.deleted,
         count,
       );
@@ -358,7 +371,7 @@ export class Maintenance {
       count('job_effects', r.effects, performance.now());
       if (firstKept === null && r.firstKept !== null) firstKept = r.firstKept;
       afterId = r.lastId;
-      if (r.scanned < this.#batchSize || r.young) return firstKept === null ? afterId : firstKept - 1;
+      if (!r.more || r.young) return firstKept === null ? afterId : firstKept - 1;
     }
   }
 

@@ -228,6 +228,16 @@ async function sliceStarts(db: Queryable): Promise<(number | null)[]> {
 const SLICE_STARTS_MS = 10_000;
 const startsRead = new WeakMap<Queryable, { at: number; starts: (number | null)[] }>();
 
+/**
+ * The end of the slice that holds id `afterId + 1`: the next slice's first id, or null for the last
+ * slice (the default partition beyond it has no end). From the slice list read at most every
+ * SLICE_STARTS_MS; an older list only makes the range longer or shorter than the slice.
+ */
+export async function jobSliceEndAfter(db: Queryable, afterId: number): Promise<number | null> {
+  const next = (await sliceStarts(db)).find((from) => from !== null && from > afterId + 1);
+  return next ?? null;
+}
+
 /** Bounds of an IdWindow as two bigint parameters; the cursor-less ends become the type's limits. */
 export function idWindowBounds(w: IdWindow): [string, string] {
   return [String(w.from ?? '-9223372036854775808'), String(w.to ?? '9223372036854775807')];

@@ -220,3 +220,42 @@ test('a slice dropped while a worker finishes jobs into the next one: every job 
   );
   assert.deepEqual(rows, [{ part: `jobs_done_${end + 2 * size}`, n: total }]);
 });
+
+test('the walk by id prunes slice by slice, past an empty slice, and stops at the young ones', async () => {
+  const own = await createTestDatabase();
+  const [zero] = await jobSliceList(own.pool);
+  const end = zero?.to ?? 0;
+  const attach = new Maintenance({ pool: own.pool, log, sliceIds: SIZE, retention: { enabled: false } });
+  for (let i = 0; i < 4; i++) {
+    await own.pool.query(`SELECT setval('jobs_id_seq', $1)`, [end + i * SIZE - SIZE / 2]);
+    await attach.runPass();
+  }
+  await attach.stop();
+  const at = (i: number): number => end + i * SIZE;
+  // Finished 10 days ago in slices 0 and 2, nothing in slice 1, finished now in slice 3.
+  const insert = async (from: number, n: number, finished: string): Promise<number[]> => {
+    await own.pool.query(`SELECT setval('jobs_id_seq', $1, false)`, [from]);
+    const { rows } = await own.pool.query<{ id: number }>(
+      `INSERT INTO jobs (queue, kind, state, idempotency_key, key_generated, attempt, created_at, started_at, finished_at)
+       SELECT 'q', 'k', 'succeeded', 'walk-' || $1::bigint || '-' || g, true, 1, ${finished}, ${finished}, ${finished}
+         FROM generate_series(1, $2::int) g RETURNING id`,
+      [from, n],
+    );
+    return rows.map((r) => r.id);
+  };
+  const old = "now() - interval '10 days'";
+  const due = [...(await insert(at(0) + 1, 30, old)), ...(await insert(at(2) + 1, 30, old))];
+  const young = await insert(at(3) + 1, 30, 'now()');
+  const m = new Maintenance({ pool: own.pool, log, sliceIds: SIZE, batchSize: 10, dutyCycle: 1 });
+  try {
+    const pass = await m.runPass();
+    assert.equal(pass.deleted.jobs, due.length);
+  } finally {
+    await m.stop();
+  }
+  const { rows } = await own.pool.query<{ id: number }>('SELECT id FROM jobs ORDER BY id');
+  assert.deepEqual(
+    rows.map((r) => r.id),
+    young,
+  );
+});
