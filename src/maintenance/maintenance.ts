@@ -471,6 +471,7 @@ export class Maintenance {
       if (r.deleted < this.#batchSize) return true;
     }
   }
+
   /** The lateness rollups and the queues' audit trail, by age alone; false when the term was lost. */
   async #pruneAged(
     plan: RetentionPlan,

@@ -3,6 +3,7 @@
  * dead-letter selection for bulk re-runs. The worker layer's own statements stay in jobs.ts.
  */
 import { JOB_COLUMNS, type JobRow, type JobState } from './jobs.ts';
+import { ID_MAX } from './id-bounds.ts';
 import { idWindowBounds, jobSliceWindows } from './job-slices.ts';
 import type { Queryable } from './pool.ts';
 
@@ -104,7 +105,7 @@ export async function jobSearch(db: Queryable, f: JobSearchFilter): Promise<JobS
     const { rows } = await db.query<JobRow>({
       name: `jobSearch:${f.state}`,
       text: `SELECT ${JOB_COLUMNS} FROM jobs WHERE ${indexed ?? 'true'} AND ${matches}
-                AND id < coalesce($7::bigint, 9223372036854775807)
+                AND id < coalesce($7::bigint, ${ID_MAX})
               ORDER BY id DESC LIMIT $8`,
       values,
     });

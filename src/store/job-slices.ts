@@ -4,6 +4,7 @@
  * room left on pages of old history. The maintenance role attaches each next slice before the ids
  * reach it (jobSliceEnsure) and drops those retention has emptied (jobSliceDropEmpty).
  */
+import { ID_MAX, ID_MIN } from './id-bounds.ts';
 import type { Fence } from './occurrences.ts';
 import type { Pool, PoolClient, Queryable } from './pool.ts';
 import { FENCE } from './retention.ts';
@@ -43,9 +44,13 @@ export async function jobSliceList(db: Queryable): Promise<JobSlice[]> {
  * default partition, which means the maintenance role has not run for a while.
  */
 export async function jobSliceIdsLeft(db: Queryable, slices?: readonly JobSlice[]): Promise<number> {
-  const end = slicesEnd(slices ?? (await jobSliceList(db)));
+  return slicesEnd(slices ?? (await jobSliceList(db))) - (await idsDrawn(db));
+}
+
+/** The last job id the sequence has handed out. */
+async function idsDrawn(db: Queryable): Promise<number> {
   const { rows } = await db.query<{ drawn: number }>('SELECT last_value AS drawn FROM jobs_id_seq');
-  return end - (rows[0]?.drawn ?? 0);
+  return rows[0]?.drawn ?? 0;
 }
 
 /** The id after the last slice's last. */
@@ -111,8 +116,7 @@ export async function jobSliceDropEmpty(
   fence: Fence,
   lockTimeoutMs = 200,
 ): Promise<SliceDropResult> {
-  const drawnRow = await pool.query<{ drawn: number }>('SELECT last_value AS drawn FROM jobs_id_seq');
-  const drawn = drawnRow.rows[0]?.drawn ?? 0;
+  const drawn = await idsDrawn(pool);
   const sliced = (await jobSliceList(pool)).filter((s) => s.to !== null);
   const behind = sliced.slice(0, -1).filter((s) => (s.to ?? Infinity) <= drawn);
   if (behind.length === 0) return { dropped: [], reason: null };
@@ -173,8 +177,8 @@ async function emptySlices(db: Queryable, slices: readonly JobSlice[]): Promise<
     `SELECT s.name FROM unnest($1::text[], $2::bigint[], $3::bigint[]) s (name, from_id, to_id)
       WHERE pg_relation_size(s.name::regclass) = 0
         AND NOT EXISTS (SELECT FROM jobs_open o
-                         WHERE o.id >= coalesce(s.from_id, -9223372036854775808) AND o.id < s.to_id)`,
-    [slices.map((s) => s.name), slices.map((s) => s.from), slices.map((s) => s.to)],
+                         WHERE o.id >= s.from_id AND o.id < s.to_id)`,
+    [slices.map((s) => s.name), slices.map((s) => s.from ?? ID_MIN), slices.map((s) => s.to)],
   );
   const empty = new Set(rows.map((r) => r.name));
   return slices.filter((s) => empty.has(s.name));
@@ -191,9 +195,9 @@ export interface IdWindow {
  * newest 2 slices (the newest is attached half a slice ahead of the ids, so it is mostly empty),
  * then the next 4, the next 8, … down to no lower bound, each given to PostgreSQL as bounds its
  * plan prunes the other slices by. A page read across all slices at once plans and starts every
- * slice: 16 ms for a page of 50 with 130 slices against 1.6 ms with 3; a page that fills in the
- * newest slices now plans two. The ranges meet end to end, so a slice dropped or attached since the
- * list was read leaves no id unread.
+ * slice (16 ms for a page of 50 with 130 slices); a page that fills in the newest slices plans two.
+ * The ranges meet end to end, so a slice dropped or attached since the list was read leaves no id
+ * unread.
  */
 export async function jobSliceWindows(db: Queryable, below: number | null): Promise<IdWindow[]> {
   const starts = (await sliceStarts(db))
@@ -214,7 +218,7 @@ export async function jobSliceWindows(db: Queryable, below: number | null): Prom
 
 /**
  * The slices' first ids (null: the first slice's MINVALUE), oldest first, read again after
- * SLICE_STARTS_MS: reading the catalog took 1.4 ms with 130 slices, most of a page's 2.5 ms. A list
+ * SLICE_STARTS_MS: reading the catalog takes 1.4 ms with 130 slices, as long as a page. A list
  * older than that only makes a range span more or fewer slices than meant.
  */
 async function sliceStarts(db: Queryable): Promise<(number | null)[]> {
@@ -240,5 +244,5 @@ export async function jobSliceEndAfter(db: Queryable, afterId: number): Promise<
 
 /** Bounds of an IdWindow as two bigint parameters; the cursor-less ends become the type's limits. */
 export function idWindowBounds(w: IdWindow): [string, string] {
-  return [String(w.from ?? '-9223372036854775808'), String(w.to ?? '9223372036854775807')];
+  return [w.from === null ? ID_MIN : String(w.from), w.to === null ? ID_MAX : String(w.to)];
 }

@@ -14,6 +14,7 @@
  * deletes the eligible rows of that page by primary key (`= ANY (ARRAY(…))`, so the planner never
  * turns it into a join over the table).
  */
+import { ID_MAX } from './id-bounds.ts';
 import type { Fence } from './occurrences.ts';
 import type { Queryable } from './pool.ts';
 
@@ -62,9 +63,6 @@ function fenceValues(fence: Fence, now: Date | null, policy: RetentionPolicy): u
  */
 export type JobPruneWalk = 'id' | 'dead' | 'cancelled';
 
-/** bigint's largest value: no upper bound. */
-const MAX_ID = '9223372036854775807';
-
 const WALK_WHERE: Record<JobPruneWalk, string> = {
   id: 'true',
   dead: `state = 'dead'`,
@@ -102,8 +100,8 @@ export interface JobPruneResult {
  *
  * `below` bounds the batch to ids under it (null: none), for the executor to leave out every slice
  * of succeeded jobs beyond the range at its start: the delete finds its ids by `= ANY` in every
- * slice it keeps, ~2,500 buffers of index read for each slice with none of them (EXPLAIN ANALYZE,
- * 10 million jobs of history). Maintenance passes the end of the slice the walk is in.
+ * slice it keeps, ~2,500 buffers of index read for each slice that holds none of them. Maintenance
+ * passes the end of the slice the walk is in.
  */
 export async function jobPruneBatch(
   db: Queryable,
@@ -149,7 +147,7 @@ export async function jobPruneBatch(
                   (SELECT min(id) FROM scan WHERE state NOT IN ('dead', 'cancelled')
                       AND id <> ALL (ARRAY(SELECT id FROM del))) AS first_kept,
                   (SELECT min(created_at) FROM scan) >= (SELECT now FROM t) - make_interval(secs => $8) AS young`,
-    values: [...fenceValues(fence, now, policy), afterId, scan, horizonS, below ?? MAX_ID],
+    values: [...fenceValues(fence, now, policy), afterId, scan, horizonS, below ?? ID_MAX],
   });
   const row = rows[0];
   if (row === undefined) throw new Error('jobPruneBatch returned no row');
