@@ -52,15 +52,16 @@ export function workflowJobKeySql(workflowId: string, nodeId: string, run: strin
   return `'workflow:' || ${workflowId} || ':' || ${nodeId} || ':' || ${run}`;
 }
 
-/**
- * Whether a job may be a workflow node's, by its key: true for every node's job; a caller's own key
- * of that form as well, which only sends its completion the longer way (worker/completer.ts).
- */
-export function mayBeWorkflowJobKey(key: string): boolean {
-  return key.startsWith('workflow:');
-}
-
 const WORKFLOW = /^workflow:.+:([1-9][0-9]{0,15}):[1-9][0-9]{0,9}$/;
+const WORKFLOW_ID = /^workflow:(.+):[1-9][0-9]{0,15}:[1-9][0-9]{0,9}$/;
+
+/**
+ * The workflow a job may be a node of, by its key: every node's job has it; a caller's own key of
+ * that form as well, which only sends its completion the longer way (worker/completer.ts).
+ */
+export function workflowJobKeyWorkflowId(key: string): string | undefined {
+  return WORKFLOW_ID.exec(key)?.[1];
+}
 
 /** The workflow node id in a key of a workflow node's job, else undefined. */
 export function workflowJobKeyNodeId(key: string): number | undefined {

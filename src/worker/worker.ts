@@ -32,7 +32,7 @@ import {
   type JobClaimed,
   type ReleaseTake,
 } from '../store/jobs.ts';
-import { mayBeWorkflowJobKey } from '../store/job-key.ts';
+import { workflowJobKeyWorkflowId } from '../store/job-key.ts';
 import { createPool, withMovedRowRetry, withTransaction, type Pool } from '../store/pool.ts';
 import { workerHeartbeat, workerRegister, workerStop, type WorkerQueueSlots } from '../store/workers.ts';
 import { signalTimeoutsFire } from '../store/workflow-signal-timeouts.ts';
@@ -115,8 +115,8 @@ interface Running {
   queue: QueueLoop;
   aborter: AttemptAbort;
   heartbeatMs: number | null;
-  /** By its key: its success is written with its workflow's release (Completer). */
-  workflowNode: boolean;
+  /** The workflow its key names: its success is written with that workflow's release (Completer). */
+  workflowId: string | undefined;
 }
 
 class QueueLoop {
@@ -717,7 +717,7 @@ export class Worker {
       queue: q,
       aborter,
       heartbeatMs: job.heartbeatMs,
-      workflowNode: mayBeWorkflowJobKey(job.idempotencyKey),
+      workflowId: workflowJobKeyWorkflowId(job.idempotencyKey),
     };
     // A job claimed again while an older run of it is still here: that run's lease was lost (reaped
     // before the lease keeper noticed) or its claim was (an asynchronous claim dropped in a database
@@ -752,7 +752,7 @@ export class Worker {
     switch (result.kind) {
       case 'succeeded':
         q.stats.outcomes.succeeded++;
-        this.#completer.succeed(ref, entry.workflowNode);
+        this.#completer.succeed(ref, entry.workflowId);
         break;
       case 'completed':
         q.stats.outcomes.succeeded++;

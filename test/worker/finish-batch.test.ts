@@ -9,7 +9,7 @@ import {
   jobFailMany,
   leaseRenewMany,
 } from '../../src/store/jobs.ts';
-import { withTransaction } from '../../src/store/pool.ts';
+import { createPool, withTransaction } from '../../src/store/pool.ts';
 import { Completer } from '../../src/worker/completer.ts';
 import { jobInsertOf } from '../../src/contract/job.ts';
 import { WorkflowClient } from '../../src/workflow/workflow-client.ts';
@@ -135,12 +135,75 @@ test('plain completions are one statement; a workflow node among them is left to
   );
   // The completer, told that the node's job is a plain one, still finishes it with its release.
   const completer = new Completer(db.pool, 'w1', createLogger('test-completer'), 1000, () => undefined);
-  completer.succeed(node, false);
-  for (const ref of rest) completer.succeed(ref, false);
+  completer.succeed(node, undefined);
+  for (const ref of rest) completer.succeed(ref, undefined);
   await completer.flush();
   assert.deepEqual(
     (await states([node.id, ...plain.map((r) => r.id)])).map((r) => r.state),
     ['succeeded', 'succeeded', 'succeeded'],
   );
   assert.deepEqual(await nodeStates(db.pool, 'told-wrong'), { a: 'succeeded', b: 'queued' });
+});
+
+/**
+ * The completer's connections to the database checked out at once while `run` goes on: a pool whose
+ * connect is counted, with the same database behind it.
+ */
+async function peakConnections(run: (completer: Completer) => Promise<void>): Promise<number> {
+  let open = 0;
+  let peak = 0;
+  const pool = createPool({ connectionString: db.url, max: 10 });
+  const connect = pool.connect.bind(pool);
+  const counted = async () => {
+    const client = await connect();
+    peak = Math.max(peak, ++open);
+    const release = client.release.bind(client);
+    client.release = (err?: Error | boolean) => {
+      open--;
+      release(err);
+    };
+    return client;
+  };
+  Object.assign(pool, { connect: counted });
+  try {
+    await run(new Completer(pool, 'w1', createLogger('test-completer'), 1000, () => undefined));
+  } finally {
+    await pool.end();
+  }
+  return peak;
+}
+
+async function rootsClaimed(id: string, n: number) {
+  await workflows.submit({
+    id,
+    nodes: Array.from({ length: n }, (_, i) => ({ id: `n${i}`, kind: 'k', queue: `lanes-${id}` })),
+  });
+  return claimed(`lanes-${id}`, n, false);
+}
+
+test("one workflow's node successes commit one transaction at a time; different workflows' side by side", async () => {
+  const one = await rootsClaimed('lanes-one', 60);
+  const peakOne = await peakConnections(async (completer) => {
+    // Six batches, each handed in while the one before is being written.
+    for (let i = 0; i < one.length; i += 10) {
+      for (const ref of one.slice(i, i + 10)) completer.succeed(ref, 'lanes-one');
+      await new Promise((r) => setImmediate(r));
+    }
+    await completer.flush();
+  });
+  assert.equal(peakOne, 1, 'a second transaction of the workflow waited for the first');
+  assert.deepEqual(new Set(Object.values(await nodeStates(db.pool, 'lanes-one'))), new Set(['succeeded']));
+
+  const ids = Array.from({ length: 12 }, (_, i) => `lanes-many-${i}`);
+  const many = await Promise.all(ids.map((id) => rootsClaimed(id, 2)));
+  const peakMany = await peakConnections(async (completer) => {
+    ids.forEach((id, i) => {
+      for (const ref of many[i] ?? []) completer.succeed(ref, id);
+    });
+    await completer.flush();
+  });
+  assert.ok(peakMany > 1, `twelve workflows' successes took ${peakMany} connection at a time`);
+  for (const id of ids) {
+    assert.deepEqual(new Set(Object.values(await nodeStates(db.pool, id))), new Set(['succeeded']));
+  }
 });
