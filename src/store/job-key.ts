@@ -52,20 +52,20 @@ export function workflowJobKeySql(workflowId: string, nodeId: string, run: strin
   return `'workflow:' || ${workflowId} || ':' || ${nodeId} || ':' || ${run}`;
 }
 
-const WORKFLOW = /^workflow:.+:([1-9][0-9]{0,15}):[1-9][0-9]{0,9}$/;
-const WORKFLOW_ID = /^workflow:(.+):[1-9][0-9]{0,15}:[1-9][0-9]{0,9}$/;
+/** `workflow:<workflow id>:<node id>:<run>`; the workflow id may hold colons itself. */
+const WORKFLOW = /^workflow:(.+):([1-9][0-9]{0,15}):[1-9][0-9]{0,9}$/;
 
 /**
  * The workflow a job may be a node of, by its key: every node's job has it; a caller's own key of
  * that form as well, which only sends its completion the longer way (worker/completer.ts).
  */
 export function workflowJobKeyWorkflowId(key: string): string | undefined {
-  return WORKFLOW_ID.exec(key)?.[1];
+  return WORKFLOW.exec(key)?.[1];
 }
 
 /** The workflow node id in a key of a workflow node's job, else undefined. */
 export function workflowJobKeyNodeId(key: string): number | undefined {
-  return idIn(WORKFLOW, key);
+  return idIn(WORKFLOW, key, 2);
 }
 
 /**
@@ -89,10 +89,10 @@ export function scheduleJobKeyParts(key: string): { scheduleId: string; fireAt: 
 }
 
 /** The row id `form` captures first in `key`, if the key has that form and the id is exact in a double. */
-function idIn(form: RegExp, key: string): number | undefined {
+function idIn(form: RegExp, key: string, group = 1): number | undefined {
   const match = form.exec(key);
   if (match === null) return undefined;
-  const id = Number(match[1]);
+  const id = Number(match[group]);
   return Number.isSafeInteger(id) ? id : undefined;
 }
 

@@ -4,10 +4,12 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { workflowJobKeyWorkflowId } from '../../src/store/job-key.ts';
+import { workflowJobKeyNodeId, workflowJobKeyWorkflowId } from '../../src/store/job-key.ts';
 
-test('the workflow id is read from a node job key, colons in the id included', () => {
+test('the workflow and node ids are read from a node job key, colons in the workflow id included', () => {
   assert.equal(workflowJobKeyWorkflowId('workflow:nightly:42:1'), 'nightly');
+  assert.equal(workflowJobKeyNodeId('workflow:nightly:42:1'), 42);
+  assert.equal(workflowJobKeyNodeId('workflow:etl:2026-12-04T00:00:00Z:7:3'), 7);
   assert.equal(workflowJobKeyWorkflowId('workflow:etl:2026-12-04T00:00:00Z:7:3'), 'etl:2026-12-04T00:00:00Z');
 });
 
@@ -21,5 +23,6 @@ test('keys of another form name no workflow', () => {
     'my-workflow:nightly:42:1',
   ]) {
     assert.equal(workflowJobKeyWorkflowId(key), undefined, key);
+    assert.equal(workflowJobKeyNodeId(key), undefined, key);
   }
 });
