@@ -4,9 +4,10 @@
  * in the one that gives up on them, so a node's result and the release of its children commit or
  * vanish together: a lost completion write loses the release with it, and the retry redoes both.
  *
- * Every entry point first locks the affected workflow rows in id order: node successes share the
- * lock (FOR KEY SHARE) and lock the children they decrement in id order, so two of them meet on a
- * shared child instead of deadlocking over it; every other transition takes the row exclusively.
+ * Every entry point first locks the affected workflow rows in id order: node successes FOR NO KEY
+ * UPDATE (they do not block inserts of the workflow's nodes or signals), every other transition FOR
+ * UPDATE. So one writer at a time changes a workflow's nodes, and a release updates children
+ * without locking them first.
  */
 import type { ReleaseTake } from './jobs.ts';
 import type { Queryable } from './pool.ts';
@@ -169,8 +170,8 @@ async function failNodes(
 
 /**
  * In the job-success transaction: the nodes of these jobs succeed and release their children. The
- * workflows are locked shared: success transactions of one workflow run side by side and meet only
- * on the children they share and on the workflow row's counters at their end. With `finish`, the
+ * workflows are locked first, so success transactions of one workflow run one after the other, as
+ * their updates of the workflow row's counters would make them commit anyway. With `finish`, the
  * jobs are marked succeeded here too (jobCompleteMany). The jobs' success, the lock, the nodes'
  * successes, the release and the counters are one statement (workflowNodeJobsSucceed); what it
  * leaves (signal nodes, children of workflows not running) goes on as any release's does. Returns

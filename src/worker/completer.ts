@@ -138,6 +138,10 @@ export class Completer {
 
   #nodeSucceed(ref: AttemptRef, lane: number): void {
     this.#nodeLanes[lane]?.queued.push(ref);
+    this.#kickNodeLanes();
+  }
+
+  #kickNodeLanes(): void {
     // As #kick: every handler that settles in this turn joins the batch.
     if (this.#nodeKick) return;
     this.#nodeKick = true;
@@ -177,7 +181,10 @@ export class Completer {
     }
     lane.writing = null;
     this.#onWritten();
-    this.#startNodeLanes();
+    // The next batch a turn later: the jobs this one took and that end at once join it. Started at
+    // once, every batch of a chain's steps was followed by one of a node or two (72 transactions of
+    // a 20,000-node run against 45, 2-5 ms each whatever their size).
+    this.#kickNodeLanes();
     this.#settled();
   }
 

@@ -1,8 +1,8 @@
 /**
- * Node successes of one workflow commit side by side (the worker runs several completion
- * transactions at once): they share the workflow's lock, meet only on a child they both release,
- * and exactly one of them sees that child's counter reach zero. Two real transactions on two
- * connections, the first held open while the second runs.
+ * Node successes of one workflow from two workers: the second waits for the first on the workflow's
+ * row before it touches any node, then sees the first's decrements, so exactly one of them sees a
+ * shared child's counter reach zero. Two real transactions on two connections, the first held open
+ * while the second runs.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -35,7 +35,7 @@ async function node(key: string): Promise<{ state: string; pending: number; jobs
   return row;
 }
 
-test('two successes of one workflow commit side by side; a child they share is released once', async () => {
+test('two successes of one workflow commit one after the other; a child they share is released once', async () => {
   await workflows.submit({
     id: 'side',
     nodes: [
@@ -59,9 +59,8 @@ test('two successes of one workflow commit side by side; a child they share is r
       return rows[0]?.n === 1;
     });
   try {
-    // Disjoint children: the second goes through its lock and its release while the first is open,
-    // and waits only at the end, for the workflow row's counters. (Both waits are in the one
-    // statement of a completion's workflow part, workflowNodeJobsSucceed.)
+    // Disjoint children: the second waits for the first on the workflow row, before its nodes. (The
+    // wait is in the one statement of a completion's workflow part, workflowNodeJobsSucceed.)
     const roots = await claim(db.pool, 'side', ['a', 'b']);
     const a = roots.find((j) => j.key === 'a');
     const b = roots.find((j) => j.key === 'b');
@@ -72,19 +71,21 @@ test('two successes of one workflow commit side by side; a child they share is r
       await second.query('COMMIT');
     })();
     await secondWaitsIn('the second to wait for the first', 'WITH done AS%');
-    // It waits at the counters, its last write: it already holds its own child.
-    await assert.rejects(
-      db.pool.query(
-        `SELECT 1 FROM workflow_nodes WHERE workflow_id = 'side' AND key = 'cb' FOR UPDATE NOWAIT`,
-      ),
-      /could not obtain lock/,
-    );
+    // It waits before any node: neither its own node nor its child is locked yet.
+    for (const key of ['b', 'cb']) {
+      const { rows } = await db.pool.query(
+        `SELECT 1 FROM workflow_nodes WHERE workflow_id = 'side' AND key = $1 FOR UPDATE NOWAIT`,
+        [key],
+      );
+      assert.equal(rows.length, 1, key);
+    }
+    assert.equal((await node('cb')).state, 'pending');
     await first.query('COMMIT');
     await alone;
     assert.equal((await node('ca')).state, 'queued');
     assert.equal((await node('cb')).state, 'queued');
 
-    // A shared child: the second waits for the first on z's row and then sees its decrement.
+    // A shared child: the second waits for the first and then sees its decrement.
     const jobs = await claim(db.pool, 'side', ['ca', 'cb']);
     const ca = jobs.find((j) => j.key === 'ca');
     const cb = jobs.find((j) => j.key === 'cb');
@@ -94,7 +95,7 @@ test('two successes of one workflow commit side by side; a child they share is r
       await succeedOpen(second, [cb.id]);
       await second.query('COMMIT');
     })();
-    await secondWaitsIn('the second at the shared child', 'WITH done AS%');
+    await secondWaitsIn('the second to wait again', 'WITH done AS%');
     await first.query('COMMIT');
     await shared;
     assert.deepEqual(await node('z'), { state: 'queued', pending: 0, jobs: 1 });
