@@ -176,6 +176,12 @@ async function check(t: TestApi, method: string, path: string, body: unknown, to
   void (await send(t, method, path, body === undefined ? undefined : { json: body }, token));
 }
 
+/** A JSON body as the server reads it: JSON has no NaN or Infinity, which JSON.stringify writes as null. */
+function asSent(json: unknown): unknown {
+  const text = JSON.stringify(json) as string | undefined;
+  return text === undefined ? undefined : (JSON.parse(text) as unknown);
+}
+
 async function send(t: TestApi, method: string, path: string, body: Body, token: string): Promise<number> {
   const before = await databaseSnapshot(t.db);
   const rawBody = body === undefined ? undefined : 'raw' in body ? body.raw : JSON.stringify(body.json);
@@ -455,7 +461,7 @@ test('fuzz every route and parameter of /openapi.json with hostile values', asyn
           const verdict =
             slot.part === 'body'
               ? bodySchema !== undefined && body !== undefined && 'json' in body
-                ? allows(bodySchema, body.json, false)
+                ? allows(bodySchema, asSent(body.json), false)
                 : null
               : param !== undefined
                 ? allows(param.schema, text, true)
