@@ -85,8 +85,10 @@ export async function jobSliceEnsure(
   const slice: JobSlice = { name: `jobs_done_${from}`, from, to: from + size };
   const r = await fencedChange(pool, fence, lockTimeoutMs, async (client) => {
     await client.query(
+      // Index cleanup on: retention deletes from a slice's front (migration 0033).
       `CREATE TABLE ${slice.name} (LIKE jobs_done INCLUDING DEFAULTS INCLUDING CONSTRAINTS)
-         WITH (autovacuum_vacuum_scale_factor = 0.01, autovacuum_analyze_scale_factor = 0.02)`,
+         WITH (autovacuum_vacuum_scale_factor = 0.01, autovacuum_analyze_scale_factor = 0.02,
+               vacuum_index_cleanup = on)`,
     );
     await client.query(
       `ALTER TABLE jobs_done ATTACH PARTITION ${slice.name} FOR VALUES FROM (${from}) TO (${slice.to})`,
