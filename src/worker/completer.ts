@@ -181,9 +181,9 @@ export class Completer {
     }
     lane.writing = null;
     this.#onWritten();
-    // The next batch a turn later: the jobs this one took and that end at once join it. Started at
-    // once, every batch of a chain's steps was followed by one of a node or two (72 transactions of
-    // a 20,000-node run against 45, 2-5 ms each whatever their size).
+    // The next batch a turn later: the jobs this one took and that end at once join it, where a
+    // batch started at once held the one or two ready so far, at 2-5 ms a transaction whatever
+    // its size.
     this.#kickNodeLanes();
     this.#settled();
   }
