@@ -13,8 +13,15 @@
  * - base: the newest BASE_JOBS of the same history and nothing older, so every list returns the
  *   same full page (an empty database returns no rows at all, and that measures nothing);
  * - history: the whole history, retention off;
- * - pruning: the same database while the maintenance role prunes it with its default retention
- *   and pacing (the oldest day, then a pass whenever one is due).
+ * - week: the same database while the maintenance role prunes it at the rate the source's week
+ *   keeps it busy: the ~1,050 rows a second that 500 jobs a second leave behind (SOURCE_ROWS_S). At
+ *   its default pacing the role makes a pass a minute at a 10 % duty cycle, busy for the share of
+ *   the minute that the rows due take; here that share is spread evenly, by a duty cycle calibrated
+ *   at the start and corrected after each measurement (weekPace), so a five-second measurement sees
+ *   the share a minute would;
+ * - pruning: the same database while the role catches up a backlog at its default retention and
+ *   pacing (the oldest day, then a pass whenever one is due), as after downtime or a retention
+ *   change: pruning then runs for a tenth of every second.
  *
  * Measured alternately trial by trial, the order rotating: drain 50,000 no-op jobs with one worker
  * (concurrency 2,000); enqueue → handler start latency, 1,000 jobs at 200/s, p50 and p99; a
@@ -25,8 +32,8 @@
  * reports the rate it sustained and the disk use left.
  *
  * BENCH_HISTORY_TRIALS sets the trials (default 3), BENCH_HISTORY_ONLY the measurements (default
- * `drain,latency,burst,queries,pruning`; without `pruning` neither the third column nor the steady
- * state run). BENCH_HISTORY_KEEP=1 (with DATABASE_URL) keeps both databases, named by
+ * `drain,latency,burst,queries,pruning`; without `pruning` neither the two pruning columns nor
+ * the steady state run). BENCH_HISTORY_KEEP=1 (with DATABASE_URL) keeps both databases, named by
  * BENCH_DB_PREFIX and the job count, and uses them again on the next run instead of loading: pruning
  * deletes from the kept history, so a run that measures it wants a fresh one.
  */
@@ -131,8 +138,16 @@ export async function loadHistory(
   return { seconds, bytes, split };
 }
 
-type Column = 'base' | 'history' | 'pruning';
-const COLUMNS: readonly Column[] = ['base', 'history', 'pruning'];
+type Column = 'base' | 'history' | 'week' | 'pruning';
+const COLUMNS: readonly Column[] = ['base', 'history', 'week', 'pruning'];
+
+/**
+ * Rows a second that retention deletes at the source document's 500 jobs a second: the job, its
+ * occurrence and an attempt for one in ten (MAINTENANCE_DEFAULTS).
+ */
+const SOURCE_ROWS_S = 1_050;
+/** How long weekPace lets the role prune alone at its default pacing, for its first duty cycle. */
+const CALIBRATE_MS = 10_000;
 
 interface Loaded {
   seconds: number;
@@ -203,14 +218,26 @@ interface Pruned {
   idle: number;
 }
 
-/** Runs `during` with the maintenance role pruning beside it (default retention and pacing). */
-async function withPruning<T>(d: Db, pruned: Pruned, during: () => Promise<T>): Promise<T> {
+/** Runs a measurement, with something beside it or not. */
+type Around = <T>(measure: () => Promise<T>) => Promise<T>;
+
+/**
+ * Runs `during` with the maintenance role pruning beside it: default retention, and its default
+ * pacing unless `dutyCycle` is given.
+ */
+async function withPruning<T>(
+  d: Db,
+  pruned: Pruned,
+  during: () => Promise<T>,
+  dutyCycle?: number,
+): Promise<T> {
   let first: () => void = () => undefined;
   const started = new Promise<boolean>((r) => (first = () => r(true)));
   let rows = 0;
   const m = new Maintenance({
     pool: d.db.pool,
     log,
+    ...(dutyCycle === undefined ? {} : { dutyCycle }),
     onBatch: (b) => {
       rows += b.deleted;
       if (b.table === 'jobs') pruned.batchMs.push(b.endedMs - b.startedMs);
@@ -406,6 +433,31 @@ async function diskUse(d: Db): Promise<{ table: string; bytes: number; freePct: 
 }
 
 /**
+ * Prunes beside the week column's measurements at SOURCE_ROWS_S rows a second: the first at the
+ * duty cycle that rate needs at the role's rate alone over CALIBRATE_MS, each next one corrected by
+ * the rate the last one reached (the rows per statement differ along the walk). Never above the
+ * default: a machine too slow for the source's week gets the default, and the rate row shows it.
+ */
+async function weekPace(d: Db, pruned: Pruned): Promise<{ around: Around; duties: number[] }> {
+  const scale = (duty: number, rate: number): number =>
+    rate > 0 ? Math.min(MAINTENANCE_DEFAULTS.dutyCycle, (duty * SOURCE_ROWS_S) / rate) : duty;
+  const alone: Pruned = { rows: 0, seconds: 0, batchMs: [], idle: 0 };
+  await withPruning(d, alone, () => sleep(CALIBRATE_MS));
+  let duty = scale(MAINTENANCE_DEFAULTS.dutyCycle, alone.rows / Math.max(alone.seconds, 1e-9));
+  const duties: number[] = [];
+  const around: Around = async (measure) => {
+    const { rows, seconds } = pruned;
+    duties.push(duty);
+    try {
+      return await withPruning(d, pruned, measure, duty);
+    } finally {
+      duty = scale(duty, (pruned.rows - rows) / Math.max(pruned.seconds - seconds, 1e-9));
+    }
+  };
+  return { around, duties };
+}
+
+/**
  * Runs the maintenance role's passes (default retention, batch and duty cycle) until one deletes
  * less than a batch: the rate it sustains with nothing else running.
  */
@@ -438,7 +490,8 @@ const gib = (bytes: number): string => `${fmt(bytes / 2 ** 30, 2)} GiB`;
 const LABEL: Record<Column, string> = {
   base: `base (newest ${BASE_JOBS.toLocaleString('en')} only)`,
   history: 'history',
-  pruning: 'history, while pruning',
+  week: `history, pruning ${SOURCE_ROWS_S.toLocaleString('en')} rows/s (the source's week)`,
+  pruning: 'history, catching up a backlog at the default duty cycle',
 };
 
 export const bench: Bench = async () => {
@@ -448,8 +501,9 @@ export const bench: Bench = async () => {
   );
   const base = await prepare('base');
   const full = await prepare('history');
-  const dbs: Record<Column, Db> = { base, history: full, pruning: full };
-  const columns = COLUMNS.filter((c) => c !== 'pruning' || ONLY.has('pruning'));
+  const dbs: Record<Column, Db> = { base, history: full, week: full, pruning: full };
+  const pruningColumn = (c: Column): boolean => c === 'week' || c === 'pruning';
+  const columns = COLUMNS.filter((c) => !pruningColumn(c) || ONLY.has('pruning'));
   const rows: BenchRow[] = [];
   try {
     if (full.loaded !== null) {
@@ -468,14 +522,21 @@ export const bench: Bench = async () => {
     });
     const diskBefore = ONLY.has('pruning') ? await diskUse(full) : [];
     const pruned: Pruned = { rows: 0, seconds: 0, batchMs: [], idle: 0 };
-    const plain = <T>(measure: () => Promise<T>): Promise<T> => measure();
-    const around =
-      (c: Column) =>
-      <T>(measure: () => Promise<T>): Promise<T> =>
-        c === 'pruning' ? withPruning(full, pruned, measure) : plain(measure);
-    const drains = { base: [], history: [], pruning: [] } as Record<Column, number[]>;
-    const lats = { base: [], history: [], pruning: [] } as Record<Column, { p50: number; p99: number }[]>;
-    const bursts = { base: [], history: [], pruning: [] } as Record<Column, number[]>;
+    const weekPruned: Pruned = { rows: 0, seconds: 0, batchMs: [], idle: 0 };
+    const plain: Around = (measure) => measure();
+    let week: { around: Around; duties: number[] } = { around: plain, duties: [] };
+    if (ONLY.has('pruning')) {
+      say(`calibrating the week's duty cycle for ${SOURCE_ROWS_S} rows/s…`);
+      week = await weekPace(full, weekPruned);
+    }
+    const around = (c: Column): Around =>
+      c === 'pruning' ? (measure) => withPruning(full, pruned, measure) : c === 'week' ? week.around : plain;
+    const drains = { base: [], history: [], week: [], pruning: [] } as Record<Column, number[]>;
+    const lats = { base: [], history: [], week: [], pruning: [] } as Record<
+      Column,
+      { p50: number; p99: number }[]
+    >;
+    const bursts = { base: [], history: [], week: [], pruning: [] } as Record<Column, number[]>;
     const names = queries(base).map(([name]) => name);
     const qms = { base: [] as number[][], history: [] as number[][] };
     let burstN = 0;
@@ -515,7 +576,7 @@ export const bench: Bench = async () => {
     const ratio = (c: Column, v: (k: Column) => number): string =>
       c === 'base'
         ? ''
-        : `${(v(c) / v('base')).toFixed(2)}× base${c === 'pruning' ? `, ${(v(c) / v('history')).toFixed(2)}× history` : ''}; `;
+        : `${(v(c) / v('base')).toFixed(2)}× base${pruningColumn(c) ? `, ${(v(c) / v('history')).toFixed(2)}× history` : ''}; `;
     if (ONLY.has('drain')) {
       const m = (c: Column) => median(drains[c]);
       for (const c of columns) {
@@ -523,7 +584,7 @@ export const bench: Bench = async () => {
           group: 'history',
           name: `drain ${DRAIN.toLocaleString('en')}: ${LABEL[c]}`,
           value: `${fmt(m(c))} jobs/s`,
-          target: c === 'base' ? '' : c === 'history' ? '≥ 0.8× base' : '≥ 0.9× history',
+          target: c === 'base' || c === 'pruning' ? '' : c === 'history' ? '≥ 0.8× base' : '≥ 0.9× history',
           note: `${ratio(c, m)}median of ${TRIALS}: ${range(drains[c])}`,
         });
       }
@@ -536,7 +597,7 @@ export const bench: Bench = async () => {
           group: 'history',
           name: `enqueue → start, ${LATENCY_JOBS} at ${LATENCY_RATE}/s: ${LABEL[c]}`,
           value: `p50 ${fmt(p50(c), 2)} ms, p99 ${fmt(p99(c), 2)} ms`,
-          target: c === 'base' ? '' : c === 'history' ? '≤ 1.2× base' : '≤ 1.1× history',
+          target: c === 'base' || c === 'pruning' ? '' : c === 'history' ? '≤ 1.2× base' : '≤ 1.1× history',
           note: `p50 ${ratio(c, p50)}p99 ${ratio(c, p99)}median of ${TRIALS}: p50 ${range(
             lats[c].map((l) => l.p50),
             2,
@@ -574,11 +635,24 @@ export const bench: Bench = async () => {
       });
     }
     if (!ONLY.has('pruning')) return rows;
+    const rate = (p: Pruned): string => `${fmt(p.rows / Math.max(p.seconds, 1e-9))} rows/s`;
+    const batches = (p: Pruned): string =>
+      `a jobs batch took p50 ${fmt(median(p.batchMs), 1)} ms, p99 ${fmt(percentile(p.batchMs, 99), 1)} ms${p.idle > 0 ? `; found nothing to prune in ${p.idle} measurements` : ''}`;
     rows.push({
       group: 'history',
-      name: 'pruning rate while the rows above ran',
-      value: `${fmt(pruned.rows / Math.max(pruned.seconds, 1e-9))} rows/s`,
-      note: `${pruned.rows.toLocaleString('en')} rows (jobs, attempts) in ${fmt(pruned.seconds, 1)} s at the default batch and duty cycle; a jobs batch took p50 ${fmt(median(pruned.batchMs), 1)} ms, p99 ${fmt(percentile(pruned.batchMs, 99), 1)} ms${pruned.idle > 0 ? `; found nothing to prune in ${pruned.idle} measurements` : ''}`,
+      name: `pruning rate while the week's rows ran`,
+      value: rate(weekPruned),
+      target: `≈ ${SOURCE_ROWS_S.toLocaleString('en')} rows/s`,
+      note: `${weekPruned.rows.toLocaleString('en')} rows in ${fmt(weekPruned.seconds, 1)} s at duty cycles of ${range(
+        week.duties.map((d) => d * 100),
+        1,
+      )} % (default ${fmt(MAINTENANCE_DEFAULTS.dutyCycle * 100)} %); ${batches(weekPruned)}`,
+    });
+    rows.push({
+      group: 'history',
+      name: 'pruning rate while catching up beside the rows above',
+      value: rate(pruned),
+      note: `${pruned.rows.toLocaleString('en')} rows of every table in ${fmt(pruned.seconds, 1)} s at the default batch and duty cycle; ${batches(pruned)}`,
     });
     say('pruning to steady state…');
     const steady = await pruneToSteadyState(full);
