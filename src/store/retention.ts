@@ -94,7 +94,8 @@ export interface JobPruneResult {
 /**
  * Reads the next `scan` jobs of a walk (by id after `afterId`) and deletes those finished
  * (succeeded, cancelled, dead) longer ago than their retention; their job_attempts and job_effects
- * rows go with them (jobs_delete trigger, 0013, 0029). `horizonS` is the shortest retention that
+ * rows go with them, deleted and counted here (the jobs_delete trigger leaves them to this
+ * statement, 0034; it still deletes the jobs' keys). `horizonS` is the shortest retention that
  * applies to the walk's jobs: a job created less than that long ago cannot be due (it finished after
  * it was created), so a page of only such jobs ends the walk.
  *
@@ -136,17 +137,22 @@ export async function jobPruneBatch(
                 AND j.state IN ('succeeded', 'cancelled', 'dead')
                 AND ${r} >= 0 AND j.finished_at < t.now - make_interval(secs => ${r})
              RETURNING j.id
+           ), att AS (
+             DELETE FROM job_attempts a WHERE a.job_id = ANY (ARRAY(SELECT id FROM del)) RETURNING 1
+           ), eff AS (
+             DELETE FROM job_effects e WHERE e.job_id = ANY (ARRAY(SELECT id FROM del)) RETURNING 1
            )
            SELECT EXISTS (SELECT 1 FROM fence) AS fenced,
                   (SELECT count(*) FROM scan)::int AS scanned,
                   (SELECT count(*) FROM del)::int AS deleted,
-                  -- The statement's snapshot still sees the attempts the trigger deletes.
-                  (SELECT count(*) FROM job_attempts a WHERE a.job_id = ANY (ARRAY(SELECT id FROM del)))::int AS attempts,
-                  (SELECT count(*) FROM job_effects e WHERE e.job_id = ANY (ARRAY(SELECT id FROM del)))::int AS effects,
+                  (SELECT count(*) FROM att)::int AS attempts,
+                  (SELECT count(*) FROM eff)::int AS effects,
                   (SELECT max(id) FROM scan) AS last_id,
                   (SELECT min(id) FROM scan WHERE state NOT IN ('dead', 'cancelled')
                       AND id <> ALL (ARRAY(SELECT id FROM del))) AS first_kept,
-                  (SELECT min(created_at) FROM scan) >= (SELECT now FROM t) - make_interval(secs => $8) AS young`,
+                  (SELECT min(created_at) FROM scan) >= (SELECT now FROM t) - make_interval(secs => $8) AS young
+            -- The jobs' attempts and effects are this statement's to delete, not the trigger's (0034).
+            WHERE (SELECT set_config('tidemark.pruned_children', statement_timestamp()::text, true)) IS NOT NULL`,
     values: [...fenceValues(fence, now, policy), afterId, scan, horizonS, below ?? ID_MAX],
   });
   const row = rows[0];
