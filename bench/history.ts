@@ -25,15 +25,17 @@
  *
  * Measured alternately trial by trial, the order rotating: drain 50,000 no-op jobs with one worker
  * (concurrency 2,000); enqueue → handler start latency, 1,000 jobs at 200/s, p50 and p99; a
- * 5,000-occurrence burst (fire time → all written, one leader). The statements behind the API's list
+ * 5,000-occurrence burst (fire time → all written, one leader); 4,000 jobs at 200/s on the history
+ * with the week's pruning switched on and off every 2 s (paired), comparing the jobs sent in each
+ * kind of window: the same run with and without pruning, as the week's target reads. The statements behind the API's list
  * endpoints and the dashboard's overview and history run on base and history alternately, run by run
  * (median of 20 each), and each reports the pages it touched, which the machine's load does not
  * change. Then the maintenance role runs until a pass deletes less than a batch, and the bench
  * reports the rate it sustained and the disk use left.
  *
  * BENCH_HISTORY_TRIALS sets the trials (default 3), BENCH_HISTORY_ONLY the measurements (default
- * `drain,latency,burst,queries,pruning`; without `pruning` neither the two pruning columns nor
- * the steady state run). BENCH_HISTORY_KEEP=1 (with DATABASE_URL) keeps both databases, named by
+ * `drain,latency,burst,queries,pruning,paired`; without `pruning` neither the two pruning columns
+ * nor the steady state run). BENCH_HISTORY_KEEP=1 (with DATABASE_URL) keeps both databases, named by
  * BENCH_DB_PREFIX and the job count, and uses them again on the next run instead of loading: pruning
  * deletes from the kept history, so a run that measures it wants a fresh one.
  */
@@ -57,15 +59,17 @@ import { workflowSearch } from '../src/store/workflow-search.ts';
 import { JobClient } from '../src/worker/job-client.ts';
 import { Worker } from '../src/worker/worker.ts';
 import { benchDatabase, type BenchDatabase } from './db.ts';
-import { LATENCY_JOBS, LATENCY_RATE, latencyMeasure } from './latency.ts';
+import { LATENCY_JOBS, LATENCY_RATE, latencyMeasure, latencySamples, type LatencySample } from './latency.ts';
 import { median, percentile, type Bench, type BenchRow } from './table.ts';
 
 const N = Number(process.env.BENCH_HISTORY_JOBS ?? 10_000_000);
 const DAYS = Number(process.env.BENCH_HISTORY_DAYS ?? 8);
 const TRIALS = Number(process.env.BENCH_HISTORY_TRIALS ?? 3);
 const KEEP = process.env.BENCH_HISTORY_KEEP === '1';
-/** Which measurements to run (comma-separated: drain, latency, burst, queries, pruning); default all. */
-const ONLY = new Set((process.env.BENCH_HISTORY_ONLY ?? 'drain,latency,burst,queries,pruning').split(','));
+/** Which measurements to run (comma-separated: drain, latency, burst, queries, pruning, paired); default all. */
+const ONLY = new Set(
+  (process.env.BENCH_HISTORY_ONLY ?? 'drain,latency,burst,queries,pruning,paired').split(','),
+);
 /**
  * The base database's jobs, the newest of the history: enough for full pages everywhere (200 dead
  * jobs at 0.5 % dead, 100 occurrences of each of the SCHEDULES schedules).
@@ -148,6 +152,10 @@ const COLUMNS: readonly Column[] = ['base', 'history', 'week', 'pruning'];
 const SOURCE_ROWS_S = 1_050;
 /** How long weekPace lets the role prune alone at its default pacing, for its first duty cycle. */
 const CALIBRATE_MS = 10_000;
+/** The paired measurement's windows: the week's pruning on for one, off for the next. */
+const PAIR_WINDOW_MS = 2_000;
+/** Jobs a trial of the paired measurement sends: 20 s at LATENCY_RATE, five windows of each. */
+const PAIR_JOBS = 4_000;
 
 interface Loaded {
   seconds: number;
@@ -214,6 +222,8 @@ interface Pruned {
   seconds: number;
   /** Duration of each jobs batch statement (1,000 jobs read, their attempts deleted with them). */
   batchMs: number[];
+  /** When each statement of every table ran (performance.now()). */
+  spans: { from: number; to: number }[];
   /** Measurements during which pruning found nothing to delete. */
   idle: number;
 }
@@ -223,14 +233,16 @@ type Around = <T>(measure: () => Promise<T>) => Promise<T>;
 
 /**
  * Runs `during` with the maintenance role pruning beside it: default retention, and its default
- * pacing unless `dutyCycle` is given.
+ * pacing unless `dutyCycle` is given. `during` starts once the first batch has ended (at most 5 s
+ * after the role's start) and is given the time that batch started.
  */
 async function withPruning<T>(
   d: Db,
   pruned: Pruned,
-  during: () => Promise<T>,
+  during: (firstBatchMs: number) => Promise<T>,
   dutyCycle?: number,
 ): Promise<T> {
+  let firstBatchMs: number | null = null;
   let first: () => void = () => undefined;
   const started = new Promise<boolean>((r) => (first = () => r(true)));
   let rows = 0;
@@ -241,6 +253,8 @@ async function withPruning<T>(
     onBatch: (b) => {
       rows += b.deleted;
       if (b.table === 'jobs') pruned.batchMs.push(b.endedMs - b.startedMs);
+      pruned.spans.push({ from: b.startedMs, to: b.endedMs });
+      firstBatchMs ??= b.startedMs;
       first();
     },
   });
@@ -249,7 +263,7 @@ async function withPruning<T>(
   if (!working) pruned.idle++;
   const t0 = performance.now();
   try {
-    return await during();
+    return await during(firstBatchMs ?? t0);
   } finally {
     const seconds = (performance.now() - t0) / 1000;
     await m.stop();
@@ -286,10 +300,77 @@ async function drain(d: Db): Promise<number> {
   return DRAIN / ((performance.now() - t0) / 1000);
 }
 
-async function latency(d: Db, around: (measure: () => Promise<number[]>) => Promise<number[]>) {
+async function latency(d: Db, around: Around) {
   await fresh(d, 'latency');
   const lat = await latencyMeasure(d.db, d.jobs, around);
   return { p50: median(lat), p99: percentile(lat, 99) };
+}
+
+/**
+ * Enqueue → start in one run with the week's pruning switched on and off in alternating windows,
+ * starting with pruning on when `onFirst`: a job counts as beside pruning when its enqueue began in
+ * a window the role pruned in (from its first batch until its stop returned); those sent while the
+ * role took its lease count as neither. Both halves meet the machine's
+ * load as it comes, where the columns are measured seconds apart: their p99 moved ±40 % between
+ * runs of the same code, more than the 10 % the week's target allows.
+ */
+async function latencyPaired(
+  d: Db,
+  duty: number,
+  pruned: Pruned,
+  onFirst: boolean,
+): Promise<{ on: LatencySample[]; off: number[] }> {
+  await fresh(d, 'latency');
+  const windows: { from: number; to: number; on: boolean }[] = [];
+  let measuring = true;
+  const alternate = async (): Promise<void> => {
+    for (let on = onFirst; measuring; on = !on) {
+      let from = performance.now();
+      if (on) {
+        await withPruning(
+          d,
+          pruned,
+          async (firstBatchMs) => {
+            from = firstBatchMs;
+            await sleep(PAIR_WINDOW_MS - (performance.now() - firstBatchMs));
+          },
+          duty,
+        );
+      } else {
+        await sleep(PAIR_WINDOW_MS);
+      }
+      windows.push({ from, to: performance.now(), on });
+    }
+  };
+  const samples = await latencySamples(d.db, d.jobs, PAIR_JOBS, async (measure) => {
+    const switching = alternate();
+    try {
+      return await measure();
+    } finally {
+      measuring = false;
+      await switching;
+    }
+  });
+  const on: LatencySample[] = [];
+  const off: number[] = [];
+  for (const s of samples) {
+    const w = windows.find((w) => s.sentMs >= w.from && s.sentMs < w.to);
+    if (w?.on === true) on.push(s);
+    else if (w !== undefined) off.push(s.ms);
+  }
+  return { on, off };
+}
+
+/**
+ * The share of `samples` whose time from enqueue to start overlapped a pruning statement: of the
+ * slowest 1 % against all, to tell whether the statements themselves make the tail.
+ */
+function overlapShares(samples: LatencySample[], spans: Pruned['spans']): { tail: number; all: number } {
+  const overlaps = (s: LatencySample): boolean =>
+    spans.some((p) => p.from < s.sentMs + s.ms && p.to > s.sentMs);
+  const share = (xs: LatencySample[]): number => xs.filter(overlaps).length / Math.max(xs.length, 1);
+  const sorted = [...samples].sort((a, b) => b.ms - a.ms);
+  return { tail: share(sorted.slice(0, Math.ceil(sorted.length / 100))), all: share(samples) };
 }
 
 /** 5,000 one-off schedules due at one instant: fire time → the last occurrence written (ms). */
@@ -438,10 +519,10 @@ async function diskUse(d: Db): Promise<{ table: string; bytes: number; freePct: 
  * the rate the last one reached (the rows per statement differ along the walk). Never above the
  * default: a machine too slow for the source's week gets the default, and the rate row shows it.
  */
-async function weekPace(d: Db, pruned: Pruned): Promise<{ around: Around; duties: number[] }> {
+async function weekPace(d: Db, pruned: Pruned): Promise<WeekPace> {
   const scale = (duty: number, rate: number): number =>
     rate > 0 ? Math.min(MAINTENANCE_DEFAULTS.dutyCycle, (duty * SOURCE_ROWS_S) / rate) : duty;
-  const alone: Pruned = { rows: 0, seconds: 0, batchMs: [], idle: 0 };
+  const alone: Pruned = { rows: 0, seconds: 0, batchMs: [], spans: [], idle: 0 };
   await withPruning(d, alone, () => sleep(CALIBRATE_MS));
   let duty = scale(MAINTENANCE_DEFAULTS.dutyCycle, alone.rows / Math.max(alone.seconds, 1e-9));
   const duties: number[] = [];
@@ -454,7 +535,15 @@ async function weekPace(d: Db, pruned: Pruned): Promise<{ around: Around; duties
       duty = scale(duty, (pruned.rows - rows) / Math.max(pruned.seconds - seconds, 1e-9));
     }
   };
-  return { around, duties };
+  return { around, duties, duty: () => duty };
+}
+
+interface WeekPace {
+  around: Around;
+  /** The duty cycle of each measurement so far. */
+  duties: number[];
+  /** The duty cycle the next measurement gets. */
+  duty: () => number;
 }
 
 /**
@@ -521,11 +610,11 @@ export const bench: Bench = async () => {
       note: `1/${fmt(500 / perSecond)} of the source's 500 jobs/s, over the whole retention period and a day more; default retention (succeeded 7 d) finds ~${Math.round(((N / DAYS) * (DAYS - 7)) / 1000) * 1000} jobs due`,
     });
     const diskBefore = ONLY.has('pruning') ? await diskUse(full) : [];
-    const pruned: Pruned = { rows: 0, seconds: 0, batchMs: [], idle: 0 };
-    const weekPruned: Pruned = { rows: 0, seconds: 0, batchMs: [], idle: 0 };
+    const pruned: Pruned = { rows: 0, seconds: 0, batchMs: [], spans: [], idle: 0 };
+    const weekPruned: Pruned = { rows: 0, seconds: 0, batchMs: [], spans: [], idle: 0 };
     const plain: Around = (measure) => measure();
-    let week: { around: Around; duties: number[] } = { around: plain, duties: [] };
-    if (ONLY.has('pruning')) {
+    let week: WeekPace = { around: plain, duties: [], duty: () => MAINTENANCE_DEFAULTS.dutyCycle };
+    if (ONLY.has('pruning') || ONLY.has('paired')) {
       say(`calibrating the week's duty cycle for ${SOURCE_ROWS_S} rows/s…`);
       week = await weekPace(full, weekPruned);
     }
@@ -537,6 +626,13 @@ export const bench: Bench = async () => {
       { p50: number; p99: number }[]
     >;
     const bursts = { base: [], history: [], week: [], pruning: [] } as Record<Column, number[]>;
+    const paired = {
+      on: [] as LatencySample[],
+      off: [] as number[],
+      ratios: [] as number[],
+      overlaps: [] as { tail: number; all: number }[],
+    };
+    const pairPruned: Pruned = { rows: 0, seconds: 0, batchMs: [], spans: [], idle: 0 };
     const names = queries(base).map(([name]) => name);
     const qms = { base: [] as number[][], history: [] as number[][] };
     let burstN = 0;
@@ -550,6 +646,15 @@ export const bench: Bench = async () => {
       if (ONLY.has('latency')) {
         say(`latency, trial ${t + 1} of ${TRIALS}…`);
         for (const c of order) lats[c].push(await latency(dbs[c], around(c)));
+      }
+      if (ONLY.has('paired')) {
+        say(`latency with the week's pruning switched on and off, trial ${t + 1} of ${TRIALS}…`);
+        const r = await latencyPaired(full, week.duty(), pairPruned, t % 2 === 0);
+        paired.on.push(...r.on);
+        paired.off.push(...r.off);
+        const on = r.on.map((x) => x.ms);
+        paired.ratios.push(percentile(on, 99) / percentile(r.off, 99));
+        paired.overlaps.push(overlapShares(r.on, pairPruned.spans));
       }
       if (ONLY.has('burst')) {
         say(`burst, trial ${t + 1} of ${TRIALS}…`);
@@ -577,6 +682,7 @@ export const bench: Bench = async () => {
         qms.history.push(ms.map((m) => m[1] ?? Number.NaN));
       }
     }
+    const rate = (p: Pruned): string => `${fmt(p.rows / Math.max(p.seconds, 1e-9))} rows/s`;
     // Targets: history against base, the week against history; catching up has none.
     const target = (c: Column, history: string, week: string): string =>
       c === 'history' ? history : c === 'week' ? week : '';
@@ -615,6 +721,19 @@ export const bench: Bench = async () => {
         });
       }
     }
+    if (ONLY.has('paired')) {
+      const on = paired.on.map((x) => x.ms);
+      const p = (xs: number[], q: number): string => fmt(percentile(xs, q), 2);
+      const r = (q: number): string => (percentile(on, q) / percentile(paired.off, q)).toFixed(2);
+      const pct = (xs: number[]): string => `${fmt(median(xs) * 100)} %`;
+      rows.push({
+        group: 'history',
+        name: `enqueue → start, the week's pruning switched on and off every ${fmt(PAIR_WINDOW_MS / 1000)} s in one run`,
+        value: `p99 ${p(on, 99)} ms on, ${p(paired.off, 99)} ms off`,
+        target: '≤ 1.1× off',
+        note: `p99 ${r(99)}×, p50 ${p(on, 50)} / ${p(paired.off, 50)} ms (${r(50)}×); ${paired.on.length.toLocaleString('en')} jobs sent with pruning on, ${paired.off.length.toLocaleString('en')} off, in ${TRIALS} runs of ${PAIR_JOBS.toLocaleString('en')}; p99 on ÷ off by run ${range(paired.ratios, 2)}; pruned ${rate(pairPruned)} while on; overlapping a pruning statement: ${pct(paired.overlaps.map((o) => o.tail))} of the slowest 1 % sent with it on, ${pct(paired.overlaps.map((o) => o.all))} of all (medians by run)`,
+      });
+    }
     if (ONLY.has('burst')) {
       const m = (c: Column) => median(bursts[c]);
       for (const c of columns) {
@@ -642,7 +761,6 @@ export const bench: Bench = async () => {
       });
     }
     if (!ONLY.has('pruning')) return rows;
-    const rate = (p: Pruned): string => `${fmt(p.rows / Math.max(p.seconds, 1e-9))} rows/s`;
     const batches = (p: Pruned): string =>
       `a jobs batch took p50 ${fmt(median(p.batchMs), 1)} ms, p99 ${fmt(percentile(p.batchMs, 99), 1)} ms${p.idle > 0 ? `; found nothing to prune in ${p.idle} measurements` : ''}`;
     rows.push({

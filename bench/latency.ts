@@ -19,6 +19,12 @@ export const LATENCY_WARMUP = 50;
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** One job's enqueue → start: when its enqueue call began (performance.now()) and how long it took to start. */
+export interface LatencySample {
+  sentMs: number;
+  ms: number;
+}
+
 /**
  * Milliseconds from enqueue to start for LATENCY_JOBS jobs on queue `latency` (emptied by the
  * caller). `around` runs the measurement, e.g. beside the maintenance role.
@@ -26,8 +32,21 @@ const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 export async function latencyMeasure(
   db: BenchDatabase,
   jobs: JobClient,
-  around: (measure: () => Promise<number[]>) => Promise<number[]> = (measure) => measure(),
+  around: (measure: () => Promise<LatencySample[]>) => Promise<LatencySample[]> = (measure) => measure(),
 ): Promise<number[]> {
+  return (await latencySamples(db, jobs, LATENCY_JOBS, around)).map((s) => s.ms);
+}
+
+/**
+ * `count` jobs enqueued at LATENCY_RATE on queue `latency` (emptied by the caller), each with the
+ * time its enqueue began, so a caller can tell which ran beside something and which did not.
+ */
+export async function latencySamples(
+  db: BenchDatabase,
+  jobs: JobClient,
+  count: number,
+  around: (measure: () => Promise<LatencySample[]>) => Promise<LatencySample[]> = (measure) => measure(),
+): Promise<LatencySample[]> {
   const sentAt = new Map<number, number>();
   const startedAt = new Map<number, number>();
   const worker = new Worker({
@@ -53,15 +72,18 @@ export async function latencyMeasure(
     startedAt.clear();
     return await around(async () => {
       const t0 = performance.now();
-      for (let i = 0; i < LATENCY_JOBS; i++) {
+      for (let i = 0; i < count; i++) {
         const wait = t0 + i * interval - performance.now();
         if (wait > 0) await pause(wait);
         const sent = performance.now();
         const { id } = await jobs.enqueue({ queue: 'latency', kind: 'ping' });
         sentAt.set(id, sent);
       }
-      while (startedAt.size < LATENCY_JOBS) await pause(10);
-      return [...sentAt].map(([id, sent]) => (startedAt.get(id) ?? Number.NaN) - sent);
+      while (startedAt.size < count) await pause(10);
+      return [...sentAt].map(([id, sent]) => ({
+        sentMs: sent,
+        ms: (startedAt.get(id) ?? Number.NaN) - sent,
+      }));
     });
   } finally {
     await worker.stop();
