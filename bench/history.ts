@@ -8,7 +8,8 @@
  * 43 million a day, more than this machine has disk for in a week, so the week is scaled down in
  * rate, not in time: ten million over eight days is 14.5 jobs a second, and default retention
  * (succeeded 7 days) finds the oldest day's successes due, as a live system finds one day's worth
- * each day. Three databases' worth of columns:
+ * each day. The succeeded jobs lie in slices of the ids the history draws in 5.6 hours, as a live
+ * system's do at 500 jobs a second (SLICE_IDS), ~35 over the 8 days. Three databases' worth of columns:
  *
  * - base: the newest BASE_JOBS of the same history and nothing older, so every list returns the
  *   same full page (an empty database returns no rows at all, and that measures nothing);
@@ -51,10 +52,11 @@ import {
   historyThroughputPerMinute,
 } from '../src/store/history.ts';
 import { jobCountByState } from '../src/store/job-counts.ts';
+import { JOB_SLICE_IDS, jobSliceAttach } from '../src/store/job-slices.ts';
 import { jobSearch } from '../src/store/job-search.ts';
 import { occurrenceListBySchedule } from '../src/store/occurrences.ts';
 import { historyOldestRows, jobCountOpenByQueueState, scheduleLagSeconds } from '../src/store/stats.ts';
-import type { Queryable } from '../src/store/pool.ts';
+import { withTransaction, type Queryable } from '../src/store/pool.ts';
 import { workflowSearch } from '../src/store/workflow-search.ts';
 import { JobClient } from '../src/worker/job-client.ts';
 import { Worker } from '../src/worker/worker.ts';
@@ -83,6 +85,13 @@ const QUERY_BUDGET_MS = 5_000;
 const LOAD_CHUNK = 500_000;
 const SCHEDULES = 1_000;
 const DAY_MS = 86_400_000;
+/**
+ * Ids per slice of succeeded jobs in the loaded history and for every maintenance role here: as many
+ * as the history draws in the time a production slice fills at the source's 500 jobs a second
+ * (JOB_SLICE_IDS / 500 s, 5.6 h), so the history spans as many slices as a live system's, ~35 over
+ * 8 days.
+ */
+const SLICE_IDS = Math.max(2, Math.round((JOB_SLICE_IDS / 500) * (N / (DAYS * 86_400))));
 
 const log = pino({ level: process.env.TIDEMARK_LOG_LEVEL ?? 'warn' }, pino.destination(2));
 const say = (text: string): void => void process.stderr.write(`bench history: ${text}\n`);
@@ -142,6 +151,21 @@ export async function loadHistory(
   return { seconds, bytes, split };
 }
 
+/** Replaces the empty first slice of a new database with slices of SLICE_IDS ids past `n`. */
+async function sliceHistory(db: BenchDatabase, n: number): Promise<void> {
+  await withTransaction(db.pool, async (tx) => {
+    await tx.query('ALTER TABLE jobs_done DETACH PARTITION jobs_done_0');
+    await tx.query('DROP TABLE jobs_done_0');
+    for (let from = 0; from <= n; from += SLICE_IDS) {
+      await jobSliceAttach(tx, {
+        name: `jobs_done_${from}`,
+        from: from === 0 ? null : from,
+        to: from + SLICE_IDS,
+      });
+    }
+  });
+}
+
 type Column = 'base' | 'history' | 'week' | 'pruning';
 const COLUMNS: readonly Column[] = ['base', 'history', 'week', 'pruning'];
 
@@ -182,6 +206,7 @@ async function prepare(kind: 'base' | 'history'): Promise<Db> {
        SELECT 'default', 'history-' || g, '* * * * *', 'hist-' || (g % 20), 'report', NULL FROM generate_series(1, $1) g`,
       [SCHEDULES],
     );
+    await sliceHistory(db, n);
     loaded = await loadHistory(db, n, (DAYS * DAY_MS * n) / N, new Date());
     await db.pool.query(`COMMENT ON DATABASE ${db.name} IS 'tidemark bench history: loaded'`);
   } else {
@@ -195,7 +220,7 @@ async function prepare(kind: 'base' | 'history'): Promise<Db> {
   }
   // The pass a running maintenance role makes: it attaches the slice that jobs finishing from now
   // on move into once the ids drawn near the last slice's end (store/job-slices.ts).
-  const slicer = new Maintenance({ pool: db.pool, log, retention: { enabled: false } });
+  const slicer = new Maintenance({ pool: db.pool, log, sliceIds: SLICE_IDS, retention: { enabled: false } });
   await slicer.runPass();
   await slicer.stop();
   const { rows } = await db.pool.query<{ id: string; max: number }>(
@@ -249,6 +274,7 @@ async function withPruning<T>(
   const m = new Maintenance({
     pool: d.db.pool,
     log,
+    sliceIds: SLICE_IDS,
     ...(dutyCycle === undefined ? {} : { dutyCycle }),
     onBatch: (b) => {
       rows += b.deleted;
@@ -551,7 +577,7 @@ interface WeekPace {
  * less than a batch: the rate it sustains with nothing else running.
  */
 async function pruneToSteadyState(d: Db): Promise<{ rows: number; seconds: number; passes: number }> {
-  const m = new Maintenance({ pool: d.db.pool, log });
+  const m = new Maintenance({ pool: d.db.pool, log, sliceIds: SLICE_IDS });
   const t0 = performance.now();
   let rows = 0;
   let passes = 0;

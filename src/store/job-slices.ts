@@ -82,21 +82,25 @@ export async function jobSliceEnsure(
   const drawn = rows[0]?.drawn ?? 0;
   if (drawn + size / 2 < end) return { attached: null, reason: 'ahead' };
   const from = Math.max(end, (rows[0]?.stray ?? 0) + 1, drawn + 1);
-  const slice: JobSlice = { name: `jobs_done_${from}`, from, to: from + size };
-  const r = await fencedChange(pool, fence, lockTimeoutMs, async (client) => {
-    await client.query(
-      // Index cleanup on: retention deletes from a slice's front (migration 0033).
-      `CREATE TABLE ${slice.name} (LIKE jobs_done INCLUDING DEFAULTS INCLUDING CONSTRAINTS)
-         WITH (autovacuum_vacuum_scale_factor = 0.01, autovacuum_analyze_scale_factor = 0.02,
-               vacuum_index_cleanup = on)`,
-    );
-    await client.query(
-      `ALTER TABLE jobs_done ATTACH PARTITION ${slice.name} FOR VALUES FROM (${from}) TO (${slice.to})`,
-    );
-  });
+  const slice = { name: `jobs_done_${from}`, from, to: from + size };
+  const r = await fencedChange(pool, fence, lockTimeoutMs, (client) => jobSliceAttach(client, slice));
   // 23514 (busy too): a job with an id past `drawn` finished into the default partition between the
   // read and the attach; the next pass starts after it.
   return typeof r === 'string' ? { attached: null, reason: r } : { attached: slice };
+}
+
+/** Creates `slice` (its `from` and `to` set) and attaches it to jobs_done, in the caller's transaction. */
+export async function jobSliceAttach(db: Queryable, slice: JobSlice & { to: number }): Promise<void> {
+  const from = slice.from === null ? 'MINVALUE' : String(slice.from);
+  await db.query(
+    // Index cleanup on: retention deletes from a slice's front (migration 0033).
+    `CREATE TABLE ${slice.name} (LIKE jobs_done INCLUDING DEFAULTS INCLUDING CONSTRAINTS)
+       WITH (autovacuum_vacuum_scale_factor = 0.01, autovacuum_analyze_scale_factor = 0.02,
+             vacuum_index_cleanup = on)`,
+  );
+  await db.query(
+    `ALTER TABLE jobs_done ATTACH PARTITION ${slice.name} FOR VALUES FROM (${from}) TO (${slice.to})`,
+  );
 }
 
 export interface SliceDropResult {
