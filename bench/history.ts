@@ -9,7 +9,8 @@
  * rate, not in time: ten million over eight days is 14.5 jobs a second, and default retention
  * (succeeded 7 days) finds the oldest day's successes due, as a live system finds one day's worth
  * each day. The succeeded jobs lie in slices of the ids the history draws in 5.6 hours, as a live
- * system's do at 500 jobs a second (SLICE_IDS), ~35 over the 8 days. Three databases' worth of columns:
+ * system's do at 500 jobs a second (SLICE_IDS), ~35 over the 8 days. Three databases' worth of
+ * columns:
  *
  * - base: the newest BASE_JOBS of the same history and nothing older, so every list returns the
  *   same full page (an empty database returns no rows at all, and that measures nothing);
@@ -28,10 +29,10 @@
  * (concurrency 2,000); enqueue → handler start latency, 1,000 jobs at 200/s, p50 and p99; a
  * 5,000-occurrence burst (fire time → all written, one leader); 4,000 jobs at 200/s on the history
  * with the week's pruning switched on and off every 2 s (paired), comparing the jobs sent in each
- * kind of window: the same run with and without pruning, as the week's target reads. The statements behind the API's list
- * endpoints and the dashboard's overview and history run on base and history alternately, run by run
- * (median of 20 each), and each reports the pages it touched, which the machine's load does not
- * change. Then the maintenance role runs until a pass deletes less than a batch, and the bench
+ * kind of window: the same run with and without pruning, as the week's target reads. The
+ * statements behind the API's list endpoints and the dashboard's overview and history run on base
+ * and history alternately, run by run (median of 20 each), and each reports the pages it touched,
+ * which the machine's load does not change. Then the maintenance role runs until a pass deletes less than a batch, and the bench
  * reports the rate it sustained and the disk use left.
  *
  * BENCH_HISTORY_TRIALS sets the trials (default 3), BENCH_HISTORY_ONLY the measurements (default
@@ -336,9 +337,9 @@ async function latency(d: Db, around: Around) {
  * Enqueue → start in one run with the week's pruning switched on and off in alternating windows,
  * starting with pruning on when `onFirst`: a job counts as beside pruning when its enqueue began in
  * a window the role pruned in (from its first batch until its stop returned); those sent while the
- * role took its lease count as neither. Both halves meet the machine's
- * load as it comes, where the columns are measured seconds apart: their p99 moved ±40 % between
- * runs of the same code, more than the 10 % the week's target allows.
+ * role took its lease count as neither. Both halves meet the machine's load as it comes, where the
+ * columns are measured seconds apart: their p99 moved ±40 % between runs of the same code, more
+ * than the 10 % the week's target allows.
  */
 async function latencyPaired(
   d: Db,
@@ -358,7 +359,7 @@ async function latencyPaired(
           pruned,
           async (firstBatchMs) => {
             from = firstBatchMs;
-            await sleep(PAIR_WINDOW_MS - (performance.now() - firstBatchMs));
+            await sleep(Math.max(0, PAIR_WINDOW_MS - (performance.now() - firstBatchMs)));
           },
           duty,
         );
