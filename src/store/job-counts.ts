@@ -56,8 +56,24 @@ const SCAN_BY_ID: Partial<Record<JobState, string>> = {
 export async function jobCountByState(db: Queryable, f: JobCountFilter): Promise<JobCounts> {
   const states = Object.keys(PREDICATE) as JobState[];
   const search = f.kind !== undefined || f.payload !== undefined;
-  const scoped = `($1::text IS NULL OR tenant_id = $1) AND ($2::text IS NULL OR queue = $2)`;
-  const matches = `($3::text IS NULL OR kind = $3) AND ($5::jsonb IS NULL OR payload @> $5::jsonb)`;
+  // Only the filters given go into a statement: the generic plan of `($1 IS NULL OR tenant_id = $1)`
+  // fetches every row to test it, where an unfiltered count reads its index alone (10,000 cancelled
+  // jobs: 3.4 ms against 1.0). $1 is the cap, then the filters given, in this order.
+  const values: unknown[] = [f.cap];
+  const given = (column: string, value: unknown, cast: string, op = '='): string | null => {
+    if (value === undefined) return null;
+    values.push(value);
+    return `${column} ${op} $${values.length}::${cast}`;
+  };
+  const and = (conditions: (string | null)[]): string =>
+    conditions.filter((c) => c !== null).join(' AND ') || 'true';
+  const scoped = and([given('tenant_id', f.tenantId, 'text'), given('queue', f.queue, 'text')]);
+  const payload = f.payload === undefined ? undefined : JSON.stringify(f.payload);
+  const matches = and([given('kind', f.kind, 'text'), given('payload', payload, 'jsonb', '@>')]);
+  const variant = [f.tenantId, f.queue, f.kind, f.payload]
+    .map((v, i) => (v === undefined ? '' : 'tqkp'[i]))
+    .join('');
+  const windowed = `id >= $${values.length + 1}::bigint AND id < $${values.length + 2}::bigint`;
   const counts = await Promise.all(
     states.map(async (state) => {
       if (state === 'dead' && f.tenantId === undefined && !search) {
@@ -77,19 +93,12 @@ export async function jobCountByState(db: Queryable, f: JobCountFilter): Promise
           ? `SELECT (count(*) FILTER (WHERE hit))::int AS n, count(*)::int AS read FROM (
                SELECT ${matches} AS hit FROM jobs WHERE ${PREDICATE[state]} AND ${scoped} AND ${inWindow}
                 ${state === 'succeeded' ? BY_NEWEST : ''}
-                LIMIT $4) capped`
+                LIMIT $1) capped`
           : `SELECT (count(*) FILTER (WHERE ${PREDICATE[state]} AND ${scoped} AND ${matches}))::int AS n,
                     count(*)::int AS read
-               FROM (SELECT * FROM jobs WHERE ${byId} AND ${inWindow} ${BY_NEWEST} LIMIT $4) newest`;
-      const values = [
-        f.tenantId ?? null,
-        f.queue ?? null,
-        f.kind ?? null,
-        f.cap,
-        f.payload === undefined ? null : JSON.stringify(f.payload),
-      ];
+               FROM (SELECT * FROM jobs WHERE ${byId} AND ${inWindow} ${BY_NEWEST} LIMIT $1) newest`;
       if (state !== 'succeeded') {
-        const name = `jobCountByState:${state}${byId === undefined ? '' : ':scan'}`;
+        const name = `jobCountByState:${state}:${variant}${byId === undefined ? '' : ':scan'}`;
         const { rows } = await db.query<{ n: number; read: number }>({ name, text: text('true'), values });
         return [state, rows[0] ?? { n: 0, read: 0 }] as const;
       }
@@ -99,10 +108,11 @@ export async function jobCountByState(db: Queryable, f: JobCountFilter): Promise
       // a time would start every slice all the same, in more statements.
       const total = { n: 0, read: 0 };
       for (const w of await jobSliceWindows(db, null)) {
-        const { rows } = await db.query<{ n: number; read: number }>(
-          text('id >= $6::bigint AND id < $7::bigint'),
-          [...values.slice(0, 3), f.cap - total.read, values[4], ...idWindowBounds(w)],
-        );
+        const { rows } = await db.query<{ n: number; read: number }>(text(windowed), [
+          f.cap - total.read,
+          ...values.slice(1),
+          ...idWindowBounds(w),
+        ]);
         total.n += rows[0]?.n ?? 0;
         total.read += rows[0]?.read ?? 0;
         if (total.read >= f.cap) break;

@@ -2,6 +2,7 @@
  * Read-only counts for /metrics, computed at scrape time from the database so every API replica
  * reports the same truth and a restarted process loses nothing.
  */
+import { jobSliceOldestCreated } from './job-slices.ts';
 import type { Queryable } from './pool.ts';
 
 export interface JobCountRow {
@@ -78,8 +79,13 @@ export interface OldestRow {
 export async function historyOldestRows(db: Queryable): Promise<OldestRow[]> {
   const { rows } = await db.query<OldestRow>({
     name: 'historyOldestRows',
+    // The jobs' oldest from each partition alone: the slices in turn, by jobSliceOldestCreated.
     text: `SELECT t.table, extract(epoch FROM now() - t.at)::float8 AS "ageSeconds" FROM (
-             SELECT 'jobs' AS table, (SELECT created_at FROM jobs ORDER BY id LIMIT 1) AS at
+             SELECT 'jobs' AS table,
+                    least((SELECT created_at FROM jobs_open ORDER BY id LIMIT 1),
+                          (SELECT created_at FROM jobs_ended ORDER BY id LIMIT 1),
+                          (SELECT created_at FROM jobs_done_default ORDER BY id LIMIT 1),
+                          $1::timestamptz) AS at
              UNION ALL
              SELECT 'job_attempts', (SELECT started_at FROM job_attempts ORDER BY job_id, attempt LIMIT 1)
              UNION ALL
@@ -90,6 +96,7 @@ export async function historyOldestRows(db: Queryable): Promise<OldestRow[]> {
              SELECT 'workflow_nodes', (SELECT w.created_at FROM workflow_nodes n JOIN workflows w ON w.id = n.workflow_id
                                         ORDER BY n.id LIMIT 1)
            ) t`,
+    values: [await jobSliceOldestCreated(db)],
   });
   return rows;
 }

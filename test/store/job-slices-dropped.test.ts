@@ -10,6 +10,7 @@ import { Maintenance } from '../../src/maintenance/maintenance.ts';
 import { jobCountByState } from '../../src/store/job-counts.ts';
 import { jobSearch, type JobSearchFilter } from '../../src/store/job-search.ts';
 import { jobSliceList } from '../../src/store/job-slices.ts';
+import { historyOldestRows } from '../../src/store/stats.ts';
 import type { JobState } from '../../src/store/jobs.ts';
 import { JobClient } from '../../src/worker/job-client.ts';
 import { createTestDatabase } from '../support/db.ts';
@@ -258,4 +259,62 @@ test('the walk by id prunes slice by slice, past an empty slice, and stops at th
     rows.map((r) => r.id),
     young,
   );
+});
+
+test("the jobs' oldest row comes from the oldest slice holding one, past emptied and dropped slices", async () => {
+  const own = await createTestDatabase();
+  const [zero] = await jobSliceList(own.pool);
+  const end = zero?.to ?? 0;
+  const attach = new Maintenance({ pool: own.pool, log, sliceIds: SIZE, retention: { enabled: false } });
+  for (let i = 0; i < 3; i++) {
+    await own.pool.query(`SELECT setval('jobs_id_seq', $1)`, [end + i * SIZE - SIZE / 2]);
+    await attach.runPass();
+  }
+  await attach.stop();
+  /** A succeeded job with id `id`, made `hoursAgo` hours ago. */
+  const made = async (id: number, hoursAgo: number, state = 'succeeded'): Promise<void> => {
+    await own.pool.query(
+      `INSERT INTO jobs (id, queue, kind, state, idempotency_key, key_generated, created_at, finished_at)
+       VALUES ($1, 'q', 'k', $3, 'key-' || $1::bigint, true, now() - make_interval(hours => $2),
+               CASE WHEN $3 = 'succeeded' THEN now() END)`,
+      [id, hoursAgo, state],
+    );
+  };
+  const oldestHours = async (): Promise<number | undefined> => {
+    const row = (await historyOldestRows(own.pool)).find((r) => r.table === 'jobs');
+    return row?.ageSeconds === null || row === undefined ? undefined : Math.round(row.ageSeconds / 3600);
+  };
+  assert.equal(await oldestHours(), undefined, 'no jobs: no age');
+  await made(end + 10, 50);
+  await made(end + SIZE + 10, 40);
+  await made(end + 2 * SIZE + 10, 30);
+  await made(end + 3 * SIZE + 10, 20); // past every slice: the default partition
+  await made(end + 3 * SIZE + 20, 60, 'available');
+  assert.equal(await oldestHours(), 60, 'an open job older than every finished one');
+  await own.pool.query(`DELETE FROM jobs WHERE state = 'available'`);
+  assert.equal(await oldestHours(), 50);
+  // The oldest slice emptied: the next one answers. Then dropped under the kept slice list: no error.
+  await own.pool.query('DELETE FROM jobs WHERE id = $1', [end + 10]);
+  assert.equal(await oldestHours(), 40);
+  await own.pool.query(`ALTER TABLE jobs_done DETACH PARTITION jobs_done_${end}`);
+  await own.pool.query(`DROP TABLE jobs_done_${end}`);
+  assert.equal(await oldestHours(), 40);
+  await own.pool.query('DELETE FROM jobs WHERE id <= $1', [end + 2 * SIZE + 10]);
+  assert.equal(await oldestHours(), 20, 'every slice empty: the default partition');
+  // A slice attached after the list was read, holding the only job left: the walk reads the list again.
+  await own.pool.query('DELETE FROM jobs');
+  await own.pool.query(`SELECT setval('jobs_id_seq', $1)`, [end + 4 * SIZE]);
+  const later = new Maintenance({ pool: own.pool, log, sliceIds: SIZE, retention: { enabled: false } });
+  await later.runPass();
+  await later.stop();
+  const newest = (await jobSliceList(own.pool)).filter((s) => s.to !== null).at(-1);
+  await made((newest?.from ?? 0) + 1, 10);
+  const { rows: parts } = await own.pool.query<{ p: string }>(
+    `SELECT tableoid::regclass::text AS p FROM jobs`,
+  );
+  assert.deepEqual(
+    parts.map((r) => r.p),
+    [newest?.name],
+  );
+  assert.equal(await oldestHours(), 10);
 });
