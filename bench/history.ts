@@ -15,15 +15,17 @@
  * - base: the newest BASE_JOBS of the same history and nothing older, so every list returns the
  *   same full page (an empty database returns no rows at all, and that measures nothing);
  * - history: the whole history, retention off;
- * - week: the same database while the maintenance role prunes it at the rate the source's week
- *   keeps it busy: the ~1,050 rows a second that 500 jobs a second leave behind (SOURCE_ROWS_S). At
- *   its default pacing the role makes a pass a minute at a 10 % duty cycle, busy for the share of
- *   the minute that the rows due take; here that share is spread evenly, by a duty cycle calibrated
- *   at the start and corrected after each measurement (weekPace), so a five-second measurement sees
- *   the share a minute would;
+ * - week: the same database while the maintenance role prunes it as in a week at the source's
+ *   rate, at its default pacing: its clock for retention (WeekClock) starts where the oldest row
+ *   comes due and runs 35 times as fast as real time while the role runs, so rows come due at 500
+ *   jobs a second, with their occurrences (kept 7 days here, not 30, since the history holds 8) and
+ *   attempts. Succeeded jobs wait for their slice, which goes whole every 5.6 hours of that clock;
+ *   the measurements do not run that long, so the week prunes occurrences and attempts row by row,
+ *   and dropping slices is measured by the next column;
  * - pruning: the same database while the role catches up a backlog at its default retention and
- *   pacing (the oldest day, then a pass whenever one is due), as after downtime or a retention
- *   change: pruning then runs for a tenth of every second.
+ *   pacing (the oldest day, ~4 slices dropped whole, then a pass whenever one is due), as after
+ *   downtime or a retention change. It deletes the rows the week's clock would reach later, so its
+ *   trials run after all the others.
  *
  * Measured alternately trial by trial, the order rotating: drain 50,000 no-op jobs with one worker
  * (concurrency 2,000); enqueue → handler start latency, 1,000 jobs at 200/s, p50 and p99; a
@@ -32,8 +34,8 @@
  * kind of window: the same run with and without pruning, as the week's target reads. The
  * statements behind the API's list endpoints and the dashboard's overview and history run on base
  * and history alternately, run by run (median of 20 each), and each reports the pages it touched,
- * which the machine's load does not change. Then the maintenance role runs until a pass deletes less than a batch, and the bench
- * reports the rate it sustained and the disk use left.
+ * which the machine's load does not change. Then the maintenance role runs until a pass deletes
+ * less than a batch, and the bench reports the rate it sustained and the disk use left.
  *
  * BENCH_HISTORY_TRIALS sets the trials (default 3), BENCH_HISTORY_ONLY the measurements (default
  * `drain,latency,burst,queries,pruning,paired`; without `pruning` neither the two pruning columns
@@ -44,8 +46,10 @@
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { pino } from 'pino';
+import type { Clock } from '../src/clock.ts';
 import { createLogger } from '../src/log.ts';
 import { MAINTENANCE_DEFAULTS, Maintenance } from '../src/maintenance/maintenance.ts';
+import type { RetentionConfig } from '../src/maintenance/retention-config.ts';
 import { Scheduler } from '../src/scheduler/scheduler.ts';
 import {
   historyBacklogPerMinute,
@@ -170,13 +174,8 @@ async function sliceHistory(db: BenchDatabase, n: number): Promise<void> {
 type Column = 'base' | 'history' | 'week' | 'pruning';
 const COLUMNS: readonly Column[] = ['base', 'history', 'week', 'pruning'];
 
-/**
- * Rows a second that retention deletes at the source document's 500 jobs a second: the job, its
- * occurrence and an attempt for one in ten (MAINTENANCE_DEFAULTS).
- */
-const SOURCE_ROWS_S = 1_050;
-/** How long weekPace lets the role prune alone at its default pacing, for its first duty cycle. */
-const CALIBRATE_MS = 10_000;
+/** The source document's rate: jobs (and occurrences) a second. */
+const SOURCE_JOBS_S = 500;
 /** The paired measurement's windows: the week's pruning on for one, off for the next. */
 const PAIR_WINDOW_MS = 2_000;
 /** Jobs a trial of the paired measurement sends: 20 s at LATENCY_RATE, five windows of each. */
@@ -257,16 +256,21 @@ interface Pruned {
 /** Runs a measurement, with something beside it or not. */
 type Around = <T>(measure: () => Promise<T>) => Promise<T>;
 
+/** How a measurement's maintenance role prunes: default retention and pacing unless given. */
+interface Role {
+  retention?: RetentionConfig;
+  clock?: WeekClock;
+}
+
 /**
- * Runs `during` with the maintenance role pruning beside it: default retention, and its default
- * pacing unless `dutyCycle` is given. `during` starts once the first batch has ended (at most 5 s
- * after the role's start) and is given the time that batch started.
+ * Runs `during` with the maintenance role pruning beside it. `during` starts once the first batch
+ * has ended (at most 5 s after the role's start) and is given the time that batch started.
  */
 async function withPruning<T>(
   d: Db,
   pruned: Pruned,
   during: (firstBatchMs: number) => Promise<T>,
-  dutyCycle?: number,
+  role: Role = {},
 ): Promise<T> {
   let firstBatchMs: number | null = null;
   let first: () => void = () => undefined;
@@ -276,15 +280,18 @@ async function withPruning<T>(
     pool: d.db.pool,
     log,
     sliceIds: SLICE_IDS,
-    ...(dutyCycle === undefined ? {} : { dutyCycle }),
+    ...(role.retention === undefined ? {} : { retention: role.retention }),
+    ...(role.clock === undefined ? {} : { clock: role.clock }),
     onBatch: (b) => {
-      rows += b.deleted;
-      if (b.table === 'jobs') pruned.batchMs.push(b.endedMs - b.startedMs);
+      // A slice dropped whole counts its jobs as its children's statements delete theirs.
+      if (b.wholeSlice !== true) rows += b.deleted + (b.sliceJobs ?? 0);
+      if (b.table === 'jobs' && b.wholeSlice !== true) pruned.batchMs.push(b.endedMs - b.startedMs);
       pruned.spans.push({ from: b.startedMs, to: b.endedMs });
       firstBatchMs ??= b.startedMs;
       first();
     },
   });
+  role.clock?.run(true);
   m.start();
   const working = await Promise.race([started, sleep(5_000).then(() => false)]);
   if (!working) pruned.idle++;
@@ -294,6 +301,7 @@ async function withPruning<T>(
   } finally {
     const seconds = (performance.now() - t0) / 1000;
     await m.stop();
+    role.clock?.run(false);
     pruned.rows += rows;
     pruned.seconds += seconds;
   }
@@ -343,7 +351,7 @@ async function latency(d: Db, around: Around) {
  */
 async function latencyPaired(
   d: Db,
-  duty: number,
+  role: Role,
   pruned: Pruned,
   onFirst: boolean,
 ): Promise<{ on: LatencySample[]; off: number[] }> {
@@ -361,7 +369,7 @@ async function latencyPaired(
             from = firstBatchMs;
             await sleep(Math.max(0, PAIR_WINDOW_MS - (performance.now() - firstBatchMs)));
           },
-          duty,
+          role,
         );
       } else {
         await sleep(PAIR_WINDOW_MS);
@@ -543,36 +551,64 @@ async function diskUse(d: Db): Promise<{ table: string; bytes: number; freePct: 
 }
 
 /**
- * Prunes beside the week column's measurements at SOURCE_ROWS_S rows a second: the first at the
- * duty cycle that rate needs at the role's rate alone over CALIBRATE_MS, each next one corrected by
- * the rate the last one reached (the rows per statement differ along the walk). Never above the
- * default: a machine too slow for the source's week gets the default, and the rate row shows it.
+ * "Now" for the week's maintenance role: from the moment the oldest job left comes due, running
+ * SOURCE_JOBS_S / (the history's jobs a second) times as fast as real time, and only while the role
+ * runs. Rows then come due at the source document's rate while the role prunes, as in a week at that
+ * rate, and none pile up between measurements.
  */
-async function weekPace(d: Db, pruned: Pruned): Promise<WeekPace> {
-  const scale = (duty: number, rate: number): number =>
-    rate > 0 ? Math.min(MAINTENANCE_DEFAULTS.dutyCycle, (duty * SOURCE_ROWS_S) / rate) : duty;
-  const alone: Pruned = { rows: 0, seconds: 0, batchMs: [], spans: [], idle: 0 };
-  await withPruning(d, alone, () => sleep(CALIBRATE_MS));
-  let duty = scale(MAINTENANCE_DEFAULTS.dutyCycle, alone.rows / Math.max(alone.seconds, 1e-9));
-  const duties: number[] = [];
-  const around: Around = async (measure) => {
-    const { rows, seconds } = pruned;
-    duties.push(duty);
-    try {
-      return await withPruning(d, pruned, measure, duty);
-    } finally {
-      duty = scale(duty, (pruned.rows - rows) / Math.max(pruned.seconds - seconds, 1e-9));
+class WeekClock implements Clock {
+  readonly #from: number;
+  readonly #speed: number;
+  #ranMs = 0;
+  #since: number | null = null;
+
+  constructor(from: Date, speed: number) {
+    this.#from = from.getTime();
+    this.#speed = speed;
+  }
+
+  run(on: boolean): void {
+    if (on) this.#since ??= performance.now();
+    else if (this.#since !== null) {
+      this.#ranMs += performance.now() - this.#since;
+      this.#since = null;
     }
-  };
-  return { around, duties, duty: () => duty };
+  }
+
+  get speed(): number {
+    return this.#speed;
+  }
+
+  /** Seconds of real time the role has run. */
+  get ranS(): number {
+    return (this.#ranMs + (this.#since === null ? 0 : performance.now() - this.#since)) / 1000;
+  }
+
+  now(): Date {
+    return new Date(this.#from + this.ranS * 1000 * this.#speed);
+  }
+
+  monotonicMs(): number {
+    return performance.now();
+  }
 }
 
-interface WeekPace {
-  around: Around;
-  /** The duty cycle of each measurement so far. */
-  duties: number[];
-  /** The duty cycle the next measurement gets. */
-  duty: () => number;
+/**
+ * The week's role: default pacing, occurrences kept 7 days like succeeded jobs (the history holds 8
+ * days, so at the default 30 none would come due, where a live week at the source's rate prunes
+ * 500 a second of them), and a WeekClock from when the oldest job left comes due.
+ */
+async function weekRole(d: Db): Promise<Role & { clock: WeekClock }> {
+  const { rows } = await d.db.pool.query<{ at: Date | null }>(
+    `SELECT least((SELECT min(finished_at) FROM jobs WHERE state = 'succeeded'),
+                  (SELECT min(fire_at) FROM occurrences)) AS at`,
+  );
+  const oldest = rows[0]?.at ?? new Date();
+  const perSecond = N / (DAYS * 86_400);
+  return {
+    retention: { occurrences: '7d' },
+    clock: new WeekClock(new Date(oldest.getTime() + 7 * DAY_MS), SOURCE_JOBS_S / perSecond),
+  };
 }
 
 /**
@@ -608,7 +644,7 @@ const gib = (bytes: number): string => `${fmt(bytes / 2 ** 30, 2)} GiB`;
 const LABEL: Record<Column, string> = {
   base: `base (newest ${BASE_JOBS.toLocaleString('en')} only)`,
   history: 'history',
-  week: `history, pruning ${SOURCE_ROWS_S.toLocaleString('en')} rows/s (the source's week)`,
+  week: `history, pruning as the source's week (rows due at ${SOURCE_JOBS_S} jobs/s)`,
   pruning: 'history, catching up a backlog at the default duty cycle',
 };
 
@@ -642,13 +678,13 @@ export const bench: Bench = async () => {
     const pruned: Pruned = { rows: 0, seconds: 0, batchMs: [], spans: [], idle: 0 };
     const weekPruned: Pruned = { rows: 0, seconds: 0, batchMs: [], spans: [], idle: 0 };
     const plain: Around = (measure) => measure();
-    let week: WeekPace = { around: plain, duties: [], duty: () => MAINTENANCE_DEFAULTS.dutyCycle };
-    if (ONLY.has('pruning') || ONLY.has('paired')) {
-      say(`calibrating the week's duty cycle for ${SOURCE_ROWS_S} rows/s…`);
-      week = await weekPace(full, weekPruned);
-    }
+    const week = await weekRole(full);
     const around = (c: Column): Around =>
-      c === 'pruning' ? (measure) => withPruning(full, pruned, measure) : c === 'week' ? week.around : plain;
+      c === 'pruning'
+        ? (measure) => withPruning(full, pruned, measure)
+        : c === 'week'
+          ? (measure) => withPruning(full, weekPruned, measure, week)
+          : plain;
     const drains = { base: [], history: [], week: [], pruning: [] } as Record<Column, number[]>;
     const lats = { base: [], history: [], week: [], pruning: [] } as Record<
       Column,
@@ -665,9 +701,12 @@ export const bench: Bench = async () => {
     const names = queries(base).map(([name]) => name);
     const qms = { base: [] as number[][], history: [] as number[][] };
     let burstN = 0;
+    // Catching up deletes every row due by the real clock, the ones the week's clock reaches later
+    // too: its trials come after all the others.
+    const rotated = columns.filter((c) => c !== 'pruning');
     for (let t = 0; t < TRIALS; t++) {
       // Rotated, so no column always runs right after another's vacuum or checkpoint.
-      const order = columns.map((_, i) => columns[(i + t) % columns.length] ?? 'base');
+      const order = rotated.map((_, i) => rotated[(i + t) % rotated.length] ?? 'base');
       if (ONLY.has('drain')) {
         say(`drain, trial ${t + 1} of ${TRIALS}…`);
         for (const c of order) drains[c].push(await around(c)(() => drain(dbs[c])));
@@ -678,7 +717,7 @@ export const bench: Bench = async () => {
       }
       if (ONLY.has('paired')) {
         say(`latency with the week's pruning switched on and off, trial ${t + 1} of ${TRIALS}…`);
-        const r = await latencyPaired(full, week.duty(), pairPruned, t % 2 === 0);
+        const r = await latencyPaired(full, week, pairPruned, t % 2 === 0);
         paired.on.push(...r.on);
         paired.off.push(...r.off);
         const on = r.on.map((x) => x.ms);
@@ -710,6 +749,12 @@ export const bench: Bench = async () => {
         qms.base.push(ms.map((m) => m[0] ?? Number.NaN));
         qms.history.push(ms.map((m) => m[1] ?? Number.NaN));
       }
+    }
+    for (let t = 0; t < TRIALS && columns.includes('pruning'); t++) {
+      say(`catching up a backlog, trial ${t + 1} of ${TRIALS}…`);
+      if (ONLY.has('drain')) drains.pruning.push(await around('pruning')(() => drain(full)));
+      if (ONLY.has('latency')) lats.pruning.push(await latency(full, around('pruning')));
+      if (ONLY.has('burst')) bursts.pruning.push(await burst(full, burstN++, around('pruning')));
     }
     const rate = (p: Pruned): string => `${fmt(p.rows / Math.max(p.seconds, 1e-9))} rows/s`;
     // Targets: history against base, the week against history; catching up has none.
@@ -796,11 +841,9 @@ export const bench: Bench = async () => {
       group: 'history',
       name: `pruning rate while the week's rows ran`,
       value: rate(weekPruned),
-      target: `≈ ${SOURCE_ROWS_S.toLocaleString('en')} rows/s`,
-      note: `${weekPruned.rows.toLocaleString('en')} rows in ${fmt(weekPruned.seconds, 1)} s at duty cycles of ${range(
-        week.duties.map((d) => d * 100),
-        1,
-      )} % (default ${fmt(MAINTENANCE_DEFAULTS.dutyCycle * 100)} %); ${batches(weekPruned)}`,
+      // Each second of the source's week brings 500 jobs and 500 occurrences due, and attempts.
+      target: `≈ ${(2 * SOURCE_JOBS_S).toLocaleString('en')}+ rows/s due`,
+      note: `${weekPruned.rows.toLocaleString('en')} rows in ${fmt(weekPruned.seconds, 1)} s at the default duty cycle (${fmt(MAINTENANCE_DEFAULTS.dutyCycle * 100)} %), the week's clock ${fmt((week.clock.ranS * week.clock.speed) / 3600, 1)} h on from the first row due; a slice of succeeded jobs goes whole when its last job is due, ${fmt(SLICE_IDS / SOURCE_JOBS_S / 3600, 1)} h of the source's jobs; ${batches(weekPruned)}`,
     });
     rows.push({
       group: 'history',

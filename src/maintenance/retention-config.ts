@@ -158,6 +158,11 @@ export interface RetentionPlan {
    * when every such job is kept forever.
    */
   jobHorizonS: { succeeded: number | null; dead: number | null; cancelled: number | null };
+  /**
+   * The default retention of succeeded jobs when no override keeps one longer or forever: past it a
+   * whole slice of them is due (store/job-slice-drop.ts). Null: every slice goes row by row.
+   */
+  sliceDueS: number | null;
   occurrenceHorizonS: number | null;
   workflowHorizonS: number | null;
   /** Stopped and lost workers' registry rows; null: kept forever. */
@@ -178,6 +183,12 @@ function shortest(policy: RetentionPolicy, keys: readonly Key[], withQueues: boo
     }
   }
   return values.length === 0 ? null : Math.min(...values);
+}
+
+function sliceDue(policy: RetentionPolicy): number | null {
+  const d = policy.d.succeeded;
+  const overrides = [...Object.values(policy.q), ...Object.values(policy.t)].map((o) => o.succeeded);
+  return d >= 0 && overrides.every((v) => v === undefined || (v >= 0 && v <= d)) ? d : null;
 }
 
 /** Seconds as the settings write them: whole days as `7d`, else seconds. */
@@ -243,6 +254,7 @@ export function retentionPlan(config: unknown = {}, field = 'retention'): Retent
       dead: shortest(policy, ['dead'], true),
       cancelled: shortest(policy, ['cancelled'], true),
     },
+    sliceDueS: sliceDue(policy),
     occurrenceHorizonS: shortest(policy, ['occurrences'], true),
     // Workflows have no queue: only defaults and tenant overrides apply.
     workflowHorizonS: shortest(policy, ['succeeded', 'cancelled', 'dead'], false),

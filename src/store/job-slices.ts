@@ -83,10 +83,12 @@ export async function jobSliceEnsure(
   if (drawn + size / 2 < end) return { attached: null, reason: 'ahead' };
   const from = Math.max(end, (rows[0]?.stray ?? 0) + 1, drawn + 1);
   const slice = { name: `jobs_done_${from}`, from, to: from + size };
-  const r = await fencedChange(pool, fence, lockTimeoutMs, (client) => jobSliceAttach(client, slice));
+  const r = await jobSliceChangeFenced(pool, fence, lockTimeoutMs, (client) => jobSliceAttach(client, slice));
   // 23514 (busy too): a job with an id past `drawn` finished into the default partition between the
   // read and the attach; the next pass starts after it.
-  return typeof r === 'string' ? { attached: null, reason: r } : { attached: slice };
+  if (typeof r === 'string') return { attached: null, reason: r };
+  jobSliceListForget(pool);
+  return { attached: slice };
 }
 
 /** Creates `slice` (its `from` and `to` set) and attaches it to jobs_done, in the caller's transaction. */
@@ -127,7 +129,7 @@ export async function jobSliceDropEmpty(
   const behind = sliced.slice(0, -1).filter((s) => (s.to ?? Infinity) <= drawn);
   if (behind.length === 0) return { dropped: [], reason: null };
   if ((await emptySlices(pool, behind)).length === 0) return { dropped: [], reason: null };
-  const r = await fencedChange(pool, fence, lockTimeoutMs, async (client) => {
+  const r = await jobSliceChangeFenced(pool, fence, lockTimeoutMs, async (client) => {
     // Checked again under the lock: no job can finish into a slice while jobs_done is held.
     await client.query('LOCK TABLE jobs_done IN ACCESS EXCLUSIVE MODE');
     const dropped = await emptySlices(client, behind);
@@ -137,7 +139,9 @@ export async function jobSliceDropEmpty(
     }
     return dropped;
   });
-  return typeof r === 'string' ? { dropped: [], reason: r } : { dropped: r, reason: null };
+  if (typeof r === 'string') return { dropped: [], reason: r };
+  jobSliceListForget(pool);
+  return { dropped: r, reason: null };
 }
 
 /**
@@ -145,7 +149,7 @@ export async function jobSliceDropEmpty(
  * at most `lockTimeoutMs` for each lock: `fenced` when the fence no longer holds (nothing changed),
  * `busy` when a lock was not granted in time (55P03) or the change met a row it must leave (23514).
  */
-async function fencedChange<T>(
+export async function jobSliceChangeFenced<T>(
   pool: Pool,
   fence: Fence,
   lockTimeoutMs: number,
@@ -238,6 +242,11 @@ async function slicesRead(db: Queryable, fresh = false): Promise<JobSlice[]> {
 const SLICE_LIST_MS = 10_000;
 const slicesKept = new WeakMap<Queryable, { at: number; slices: JobSlice[] }>();
 
+/** Drops the slice list kept for `db`, after a change of the slices made through it. */
+export function jobSliceListForget(db: Queryable): void {
+  slicesKept.delete(db);
+}
+
 /** The slices' first ids (null: the first slice's MINVALUE), oldest first. */
 async function sliceStarts(db: Queryable): Promise<(number | null)[]> {
   return (await slicesRead(db)).map((s) => s.from);
@@ -281,6 +290,16 @@ async function sliceFirstCreated(db: Queryable, name: string): Promise<Date | nu
 export async function jobSliceEndAfter(db: Queryable, afterId: number): Promise<number | null> {
   const next = (await sliceStarts(db)).find((from) => from !== null && from > afterId + 1);
   return next ?? null;
+}
+
+/**
+ * The slice that holds id `afterId + 1`, from the slice list read at most every SLICE_LIST_MS; null
+ * when none does (the default partition's ids, or a slice dropped since).
+ */
+export async function jobSliceAt(db: Queryable, afterId: number): Promise<JobSlice | null> {
+  const id = afterId + 1;
+  const holds = (s: JobSlice): boolean => (s.from ?? -Infinity) <= id && id < (s.to ?? -Infinity);
+  return (await slicesRead(db)).find(holds) ?? null;
 }
 
 /** Bounds of an IdWindow as two bigint parameters; the cursor-less ends become the type's limits. */

@@ -1,0 +1,192 @@
+/**
+ * A slice of succeeded jobs whose every job is past its retention is dropped whole, with its jobs'
+ * attempts, effects and keys, while the dead and cancelled jobs whose ids fall in it keep theirs; one
+ * whose newest job comes due within a day keeps its due jobs until then; a slice with a job due
+ * later than that, one with an open job in its range, the newest slice, and every slice under an
+ * override that keeps succeeded jobs longer go row by row; a stale fence drops nothing.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { FakeClock } from '../../src/clock.ts';
+import { createLogger } from '../../src/log.ts';
+import { Maintenance } from '../../src/maintenance/maintenance.ts';
+import type { RetentionConfig } from '../../src/maintenance/retention-config.ts';
+import { jobSliceChildrenPrune, jobSliceDropDue } from '../../src/store/job-slice-drop.ts';
+import { jobSliceList, type JobSlice } from '../../src/store/job-slices.ts';
+import type { Pool } from '../../src/store/pool.ts';
+import { createTestDatabase } from '../support/db.ts';
+import { count, DAY_MS, insertJobs, type JobSpec } from './support.ts';
+
+const log = createLogger('test');
+log.level = 'silent';
+const SIZE = 100;
+const T = new Date(Math.floor(Date.now() / 1000) * 1000);
+const ago = (ms: number): Date => new Date(T.getTime() - ms);
+
+interface Setup {
+  pool: Pool;
+  /** The first id of each of the four slices attached after jobs_done_0. */
+  at: number[];
+  slices: () => Promise<string[]>;
+  /** Jobs from id `from` on, one per spec. */
+  jobsAt: (from: number, specs: JobSpec[]) => Promise<number[]>;
+  maintenance: (retention?: RetentionConfig) => Maintenance;
+}
+
+async function setup(): Promise<Setup> {
+  const db = await createTestDatabase();
+  const [zero] = await jobSliceList(db.pool);
+  const end = zero?.to ?? 0;
+  const attach = new Maintenance({ pool: db.pool, log, sliceIds: SIZE, retention: { enabled: false } });
+  for (let i = 0; i < 4; i++) {
+    await db.pool.query(`SELECT setval('jobs_id_seq', $1)`, [end + i * SIZE - SIZE / 2]);
+    await attach.runPass();
+  }
+  await attach.stop();
+  const at = [0, 1, 2, 3].map((i) => end + i * SIZE);
+  return {
+    pool: db.pool,
+    at,
+    slices: async () => (await jobSliceList(db.pool)).map((s) => s.name),
+    jobsAt: async (from, specs) => {
+      await db.pool.query(`SELECT setval('jobs_id_seq', $1, false)`, [from]);
+      return insertJobs(db.pool, specs);
+    },
+    maintenance: (retention = {}) =>
+      new Maintenance({
+        pool: db.pool,
+        log,
+        retention,
+        clock: new FakeClock(T),
+        sliceIds: SIZE,
+        dutyCycle: 1,
+      }),
+  };
+}
+
+/** Gives each job a key of its own in job_keys, as an enqueue with an idempotency key does. */
+async function keyed(pool: Pool, ids: number[]): Promise<void> {
+  await pool.query(
+    `UPDATE jobs SET idempotency_key = 'given-' || id, key_generated = false WHERE id = ANY ($1)`,
+    [ids],
+  );
+  await pool.query(
+    `INSERT INTO job_keys (queue, key, job_id) SELECT queue, 'given-' || id, id FROM jobs WHERE id = ANY ($1)`,
+    [ids],
+  );
+}
+
+const old = (n: number, extra: Partial<JobSpec> = {}): JobSpec[] =>
+  Array.from({ length: n }, () => ({
+    state: 'succeeded',
+    at: ago(8 * DAY_MS),
+    attempts: 1,
+    effects: 1,
+    ...extra,
+  }));
+
+test('a slice whose every job is due goes whole with its jobs’ children; the others go row by row', async () => {
+  const s = await setup();
+  const [a, b, c, d] = s.at as [number, number, number, number];
+  // Slice a: all due, and a dead job in its range (jobs_ended) that keeps its attempt and key.
+  const dropped = await s.jobsAt(a + 1, old(20));
+  const [dead] = await s.jobsAt(a + 50, [{ state: 'dead', at: ago(8 * DAY_MS), attempts: 1 }]);
+  // Slice b: all due but one finished a day ago.
+  const walked = await s.jobsAt(b + 1, old(20));
+  const [young] = await s.jobsAt(b + 50, [{ state: 'succeeded', at: ago(DAY_MS) }]);
+  // Slice c: all due, but an open job's id falls in it: it could still finish into the slice.
+  const waiting = await s.jobsAt(c + 1, old(5));
+  const [open] = await s.jobsAt(c + 50, [{ state: 'available', at: ago(DAY_MS) }]);
+  // Slice d, the newest: the ids drawn have not passed it.
+  const newest = await s.jobsAt(d + 1, old(5));
+  await keyed(s.pool, [...dropped, dead ?? 0, ...walked]);
+  const all = [...dropped, ...walked, ...waiting, ...newest];
+
+  const m = s.maintenance();
+  const pass = await m.runPass();
+  await m.stop();
+  assert.equal(pass.held, true);
+  // jobs_done_0, empty and behind the ids, is due as well.
+  assert.deepEqual(await s.slices(), [
+    `jobs_done_${b}`,
+    `jobs_done_${c}`,
+    `jobs_done_${d}`,
+    'jobs_done_default',
+  ]);
+  const left = await s.pool.query<{ id: number }>('SELECT id FROM jobs WHERE id = ANY ($1) ORDER BY id', [
+    [...all, dead, young, open],
+  ]);
+  assert.deepEqual(
+    left.rows.map((r) => r.id),
+    [dead, young, open],
+    'every due job went, by the drop or the walk; the newest slice is walked too',
+  );
+  assert.equal(pass.deleted.jobs, all.length);
+  assert.equal(pass.deleted.job_attempts, all.length);
+  assert.equal(pass.deleted.job_effects, all.length);
+  assert.equal(await count(s.pool, 'SELECT count(*) FROM job_attempts WHERE job_id = ANY ($1)', [all]), 0);
+  assert.equal(await count(s.pool, 'SELECT count(*) FROM job_effects WHERE job_id = ANY ($1)', [all]), 0);
+  assert.equal(await count(s.pool, 'SELECT count(*) FROM job_keys WHERE job_id = ANY ($1)', [all]), 0);
+  assert.equal(await count(s.pool, 'SELECT count(*) FROM job_attempts WHERE job_id = $1', [dead]), 1);
+  assert.equal(await count(s.pool, 'SELECT count(*) FROM job_keys WHERE job_id = $1', [dead]), 1);
+  assert.equal(m.metrics.snapshot().pruned.jobs, all.length);
+});
+
+test('a slice whose newest job comes due within a day keeps its due jobs until it goes whole', async () => {
+  const s = await setup();
+  const [a] = s.at as [number];
+  const due = await s.jobsAt(a + 1, old(10));
+  const [soon] = await s.jobsAt(a + 50, [{ state: 'succeeded', at: ago(7 * DAY_MS - 3_600_000) }]);
+  await s.pool.query(`SELECT setval('jobs_id_seq', $1)`, [a + 3 * SIZE]);
+  const ids = [...due, soon ?? 0];
+  const first = s.maintenance();
+  const waited = await first.runPass();
+  await first.stop();
+  assert.equal(waited.deleted.jobs, 0, 'due an hour from now: the due jobs wait for the slice');
+  assert.equal(await count(s.pool, 'SELECT count(*) FROM jobs WHERE id = ANY ($1)', [ids]), ids.length);
+  const later = new Maintenance({
+    pool: s.pool,
+    log,
+    clock: new FakeClock(new Date(T.getTime() + 3_600_000 + 1_000)),
+    sliceIds: SIZE,
+    dutyCycle: 1,
+  });
+  const pass = await later.runPass();
+  await later.stop();
+  assert.equal(pass.deleted.jobs, ids.length);
+  assert.ok(!(await s.slices()).includes(`jobs_done_${a}`));
+});
+
+test('an override keeping succeeded jobs longer, or forever, leaves every slice to the walk', async () => {
+  for (const keep of ['10d', 'forever']) {
+    const s = await setup();
+    const [a] = s.at as [number];
+    const gone = await s.jobsAt(a + 1, old(10));
+    const kept = await s.jobsAt(a + 20, old(2, { queue: 'audit' }));
+    const m = s.maintenance({ queues: { audit: { succeeded: keep } } });
+    const pass = await m.runPass();
+    await m.stop();
+    assert.ok((await s.slices()).includes(`jobs_done_${a}`), keep);
+    assert.equal(pass.deleted.jobs, gone.length, keep);
+    assert.equal(
+      await count(s.pool, 'SELECT count(*) FROM jobs WHERE id = ANY ($1)', [kept]),
+      kept.length,
+      keep,
+    );
+  }
+});
+
+test('a stale fence deletes no child and drops no slice', async () => {
+  const s = await setup();
+  const [a] = s.at as [number];
+  const ids = await s.jobsAt(a + 1, old(3));
+  await s.pool.query(`SELECT setval('jobs_id_seq', $1)`, [a + 3 * SIZE]);
+  const slice = (await jobSliceList(s.pool)).find((x): x is JobSlice & { to: number } => x.from === a);
+  assert.ok(slice !== undefined && slice.to !== null);
+  const stale = { lease: 'maintenance', holder: 'nobody', epoch: 99 };
+  const children = await jobSliceChildrenPrune(s.pool, stale, slice, 0, 100);
+  assert.deepEqual([children.fenced, children.jobs, children.attempts], [false, 0, 0]);
+  assert.equal(await jobSliceDropDue(s.pool, stale, slice, T, 7 * 86_400), 'fenced');
+  assert.ok((await s.slices()).includes(slice.name));
+  assert.equal(await count(s.pool, 'SELECT count(*) FROM job_attempts WHERE job_id = ANY ($1)', [ids]), 3);
+});
