@@ -157,6 +157,8 @@ export class Maintenance {
   /** Where the next walk of the jobs by id starts (an id it reads after), and when one last began at 0. */
   #jobCursor = 0;
   #fullWalkAtMs: number | null = null;
+  /** The slice whose jobs' children are deleted and whose drop is still to do, and its jobs. */
+  #childrenGone: { name: string; jobs: number } | null = null;
   #term: { epoch: number; trustedUntilMs: number } | null = null;
   #loop: Promise<void> | null = null;
   #renewTimer: NodeJS.Timeout | null = null;
@@ -442,6 +444,29 @@ export class Maintenance {
     const due = await jobSliceDue(this.#pool, slice, this.#now(), retentionS);
     if (!due.closed || due.dueInS > SLICE_WAIT_S) return 'rows';
     if (due.dueInS > 0) return 'wait';
+    // A drop that found jobs_done busy left the children deleted: no job in the slice gains one since.
+    const gone = this.#childrenGone?.name === slice.name ? this.#childrenGone.jobs : null;
+    const jobs = gone ?? (await this.#pruneSliceChildren(slice, count));
+    if (jobs === null) return 'lost';
+    this.#childrenGone = { name: slice.name, jobs };
+    const fence = this.#fence();
+    if (fence === null) return 'lost';
+    const started = performance.now();
+    const dropped = await jobSliceDropDue(this.#pool, fence, slice, this.#now(), retentionS);
+    if (dropped === 'fenced') {
+      this.#lose(`slice drop fenced out: epoch ${fence.epoch} no longer holds the lease`);
+      return 'lost';
+    }
+    if (dropped === 'busy') return 'later';
+    this.#childrenGone = null;
+    if (dropped === 'kept') return 'rows';
+    count('jobs', jobs, started, { wholeSlice: true });
+    this.#log.info({ slice: slice.name, jobs }, 'succeeded-jobs slice dropped whole, every job in it due');
+    return slice.to - 1;
+  }
+
+  /** Deletes the attempts, effects and keys of `slice`'s jobs; returns how many jobs it holds, null when the term was lost. */
+  async #pruneSliceChildren(slice: JobSlice, count: Count): Promise<number | null> {
     let after = slice.from === null ? 0 : slice.from - 1;
     let jobs = 0;
     for (;;) {
@@ -453,25 +478,12 @@ export class Maintenance {
         count,
         (r) => ({ sliceJobs: r.jobs }),
       );
-      if (r === null) return 'lost';
+      if (r === null) return null;
       count('job_effects', r.effects, performance.now());
       jobs += r.jobs;
       after = r.lastId;
-      if (r.jobs < this.#batchSize) break;
+      if (r.jobs < this.#batchSize) return jobs;
     }
-    const fence = this.#fence();
-    if (fence === null) return 'lost';
-    const started = performance.now();
-    const dropped = await jobSliceDropDue(this.#pool, fence, slice, this.#now(), retentionS);
-    if (dropped === 'fenced') {
-      this.#lose(`slice drop fenced out: epoch ${fence.epoch} no longer holds the lease`);
-      return 'lost';
-    }
-    if (dropped === 'busy') return 'later';
-    if (dropped === 'kept') return 'rows';
-    count('jobs', jobs, started, { wholeSlice: true });
-    this.#log.info({ slice: slice.name, jobs }, 'succeeded-jobs slice dropped whole, every job in it due');
-    return slice.to - 1;
   }
 
   async #pruneOccurrences(plan: RetentionPlan, count: Count): Promise<boolean> {

@@ -15,6 +15,7 @@ import { jobSliceChildrenPrune, jobSliceDropDue } from '../../src/store/job-slic
 import { jobSliceList, type JobSlice } from '../../src/store/job-slices.ts';
 import type { Pool } from '../../src/store/pool.ts';
 import { createTestDatabase } from '../support/db.ts';
+import { attachSlices } from '../support/slices.ts';
 import { count, DAY_MS, insertJobs, type JobSpec } from './support.ts';
 
 const log = createLogger('test');
@@ -35,14 +36,7 @@ interface Setup {
 
 async function setup(): Promise<Setup> {
   const db = await createTestDatabase();
-  const [zero] = await jobSliceList(db.pool);
-  const end = zero?.to ?? 0;
-  const attach = new Maintenance({ pool: db.pool, log, sliceIds: SIZE, retention: { enabled: false } });
-  for (let i = 0; i < 4; i++) {
-    await db.pool.query(`SELECT setval('jobs_id_seq', $1)`, [end + i * SIZE - SIZE / 2]);
-    await attach.runPass();
-  }
-  await attach.stop();
+  const end = await attachSlices(db.pool, SIZE, 4);
   const at = [0, 1, 2, 3].map((i) => end + i * SIZE);
   return {
     pool: db.pool,
@@ -174,6 +168,50 @@ test('an override keeping succeeded jobs longer, or forever, leaves every slice 
       keep,
     );
   }
+});
+
+test('a drop that finds jobs_done busy goes on the next pass without deleting the children again', async () => {
+  const s = await setup();
+  const [a] = s.at as [number];
+  const ids = await s.jobsAt(a + 1, old(12));
+  await s.pool.query(`SELECT setval('jobs_id_seq', $1)`, [a + 3 * SIZE]);
+  // Slice a first in the walk: jobs_done_0, empty, would be dropped (or found busy) before it.
+  await s.pool.query('ALTER TABLE jobs_done DETACH PARTITION jobs_done_0');
+  await s.pool.query('DROP TABLE jobs_done_0');
+  const batches: { sliceJobs?: number; wholeSlice?: boolean; deleted: number }[] = [];
+  const m = new Maintenance({
+    pool: s.pool,
+    log,
+    clock: new FakeClock(T),
+    sliceIds: SIZE,
+    dutyCycle: 1,
+    batchSize: 5,
+    onBatch: (b) => batches.push(b),
+  });
+  const holder = await s.pool.connect();
+  try {
+    await holder.query('BEGIN');
+    await holder.query('LOCK TABLE jobs_done IN ACCESS SHARE MODE');
+    const busy = await m.runPass();
+    assert.equal(busy.deleted.jobs, 0);
+    await holder.query('COMMIT');
+  } finally {
+    holder.release();
+  }
+  assert.ok((await s.slices()).includes(`jobs_done_${a}`), 'busy: the slice stays');
+  assert.equal(await count(s.pool, 'SELECT count(*) FROM job_attempts WHERE job_id = ANY ($1)', [ids]), 0);
+  // Statements that deleted children of slice a's jobs (the empty slices after it have none).
+  const children = (): number => batches.filter((b) => (b.sliceJobs ?? 0) > 0).length;
+  const first = children();
+  const pass = await m.runPass();
+  await m.stop();
+  assert.equal(pass.deleted.jobs, ids.length);
+  assert.ok(!(await s.slices()).includes(`jobs_done_${a}`));
+  assert.equal(children(), first, 'no children walk again');
+  assert.deepEqual(
+    batches.filter((b) => b.wholeSlice === true).map((b) => b.deleted),
+    [ids.length],
+  );
 });
 
 test('a stale fence deletes no child and drops no slice', async () => {

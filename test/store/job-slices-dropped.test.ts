@@ -14,6 +14,7 @@ import { historyOldestRows } from '../../src/store/stats.ts';
 import type { JobState } from '../../src/store/jobs.ts';
 import { JobClient } from '../../src/worker/job-client.ts';
 import { createTestDatabase } from '../support/db.ts';
+import { attachSlices } from '../support/slices.ts';
 import { startWorker, waitUntil } from '../worker/support.ts';
 
 const db = await createTestDatabase();
@@ -47,22 +48,12 @@ async function sliceNames(): Promise<string[]> {
 }
 
 const m = new Maintenance({ pool: db.pool, log, sliceIds: SIZE });
-/** Attaches slices only: with retention off a pass stops before pruning and dropping. */
-const attacher = new Maintenance({ pool: db.pool, log, sliceIds: SIZE, retention: { enabled: false } });
 const [first] = await jobSliceList(db.pool);
 const END = first?.to ?? 0;
-/** Attaches slices [END, END + SIZE), … up to `count` of them, as the ids reach each. */
-async function attachSlices(count: number): Promise<void> {
-  for (let i = 0; i < count; i++) {
-    await db.pool.query(`SELECT setval('jobs_id_seq', $1)`, [END + i * SIZE - SIZE / 2]);
-    await attacher.runPass();
-  }
-  await attacher.stop();
-}
 
 test('an emptied slice is dropped; one with a job left, one with an open job in its range, and the newest stay', async (t) => {
   t.after(() => m.stop());
-  await attachSlices(5);
+  await attachSlices(db.pool, SIZE, 5);
   const at = (i: number): number => END + i * SIZE;
   assert.deepEqual(await sliceNames(), [
     'jobs_done_0',
@@ -159,16 +150,9 @@ test('newest-first pages and counts read every job once across slices, dropped g
 
 test('a slice dropped while a worker finishes jobs into the next one: every job succeeds once, none lost', async () => {
   const own = await createTestDatabase();
-  const [zero] = await jobSliceList(own.pool);
-  const end = zero?.to ?? 0;
   // Slices of 10,000: the 2,000 jobs below all fall in the third.
   const size = 10_000;
-  const attach = new Maintenance({ pool: own.pool, log, sliceIds: size, retention: { enabled: false } });
-  for (let i = 0; i < 3; i++) {
-    await own.pool.query(`SELECT setval('jobs_id_seq', $1)`, [end + i * size - size / 2]);
-    await attach.runPass();
-  }
-  await attach.stop();
+  const end = await attachSlices(own.pool, size, 3);
   // The first two slices empty and behind the ids drawn: they may go while jobs finish into the third.
   await own.pool.query(`SELECT setval('jobs_id_seq', $1)`, [end + 2 * size]);
   const jobs = new JobClient(own.pool);
@@ -224,14 +208,7 @@ test('a slice dropped while a worker finishes jobs into the next one: every job 
 
 test('the walk by id prunes slice by slice, past an empty slice, and stops at the young ones', async () => {
   const own = await createTestDatabase();
-  const [zero] = await jobSliceList(own.pool);
-  const end = zero?.to ?? 0;
-  const attach = new Maintenance({ pool: own.pool, log, sliceIds: SIZE, retention: { enabled: false } });
-  for (let i = 0; i < 4; i++) {
-    await own.pool.query(`SELECT setval('jobs_id_seq', $1)`, [end + i * SIZE - SIZE / 2]);
-    await attach.runPass();
-  }
-  await attach.stop();
+  const end = await attachSlices(own.pool, SIZE, 4);
   const at = (i: number): number => end + i * SIZE;
   // Finished 10 days ago in slices 0 and 2, nothing in slice 1, finished now in slice 3.
   const insert = async (from: number, n: number, finished: string): Promise<number[]> => {
@@ -263,14 +240,7 @@ test('the walk by id prunes slice by slice, past an empty slice, and stops at th
 
 test("the jobs' oldest row comes from the oldest slice holding one, past emptied and dropped slices", async () => {
   const own = await createTestDatabase();
-  const [zero] = await jobSliceList(own.pool);
-  const end = zero?.to ?? 0;
-  const attach = new Maintenance({ pool: own.pool, log, sliceIds: SIZE, retention: { enabled: false } });
-  for (let i = 0; i < 3; i++) {
-    await own.pool.query(`SELECT setval('jobs_id_seq', $1)`, [end + i * SIZE - SIZE / 2]);
-    await attach.runPass();
-  }
-  await attach.stop();
+  const end = await attachSlices(own.pool, SIZE, 3);
   /** A succeeded job with id `id`, made `hoursAgo` hours ago. */
   const made = async (id: number, hoursAgo: number, state = 'succeeded'): Promise<void> => {
     await own.pool.query(
