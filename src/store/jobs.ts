@@ -269,10 +269,13 @@ export interface JobClaimByIdParams {
 export async function jobClaimById(db: Queryable, p: JobClaimByIdParams): Promise<JobClaimed[]> {
   const result = await db.query<JobClaimed>({
     name: 'tidemark_job_claim_by_id',
+    // The state on the update too: without it the plan holds every partition of jobs, each slice
+    // of finished jobs locked and opened on every claim (p50 enqueue → start 1.18x with 35 slices).
     text: `${CLAIM_UPDATE}
       WHERE j.id = (SELECT id FROM jobs WHERE id = $2 AND queue = $1 AND state = 'available' AND run_at <= now()
                       AND (after_job_id IS NULL OR tidemark_job_finished(after_job_id))
                     FOR UPDATE SKIP LOCKED)
+        AND j.state = 'available'
         AND NOT EXISTS (SELECT 1 FROM queues q WHERE q.name = $1 AND (q.max_running IS NOT NULL OR q.paused_at IS NOT NULL))
         AND NOT EXISTS (SELECT 1 FROM tenants t WHERE t.max_running IS NOT NULL)
         ${CLAIM_COMMIT}
@@ -464,13 +467,14 @@ export async function jobFailMany(
                  coalesce(j.backoff_base_ms, q.backoff_base_ms, 1000),
                  coalesce(j.backoff_max_ms, q.backoff_max_ms, 3600000)), ($7::float8[])[m.i]) / 1000.0)
                  AS retry_at
-        FROM mine m JOIN jobs j ON j.id = m.id LEFT JOIN queues q ON q.name = j.queue
+        -- The state named again below: by id alone the plan would hold every slice of finished jobs.
+        FROM mine m JOIN jobs j ON j.id = m.id AND j.state = 'running' LEFT JOIN queues q ON q.name = j.queue
       ),
       done AS (
         UPDATE jobs j SET state = n.state, last_error = n.error, lease_owner = NULL, lease_expires_at = NULL,
                run_at = CASE WHEN n.state = 'failed' THEN n.retry_at ELSE j.run_at END,
                finished_at = CASE WHEN n.state = 'failed' THEN NULL ELSE now() END
-        FROM next n WHERE j.id = n.id
+        FROM next n WHERE j.id = n.id AND j.state = 'running'
         RETURNING j.id, j.queue, j.attempt, j.state, j.run_at, n.outcome, n.error, n.started_at
       ),
       history AS (
