@@ -1,5 +1,5 @@
 /**
- * The claim and the end of an attempt never plan against the slices of finished jobs: each names the
+ * The claims and the end of an attempt never plan against the slices of finished jobs: each names the
  * state it reads, so PostgreSQL prunes jobs to jobs_open when it plans, and a cached generic plan
  * locks and opens no slice. Without it every claim locked each of the ~35 slices a week at the source
  * document's rate keeps, with their indexes. Checked by the locks each statement's transaction holds,
@@ -7,7 +7,12 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { jobClaimById, jobCompleteOutsideWorkflows, jobFailMany } from '../../src/store/jobs.ts';
+import {
+  jobClaimBatch,
+  jobClaimById,
+  jobCompleteOutsideWorkflows,
+  jobFailMany,
+} from '../../src/store/jobs.ts';
 import type { PoolClient } from '../../src/store/pool.ts';
 import { JobClient } from '../../src/worker/job-client.ts';
 import { createTestDatabase } from '../support/db.ts';
@@ -52,6 +57,27 @@ const claim = (tx: PoolClient, id: number) =>
 
 test('a claim by id locks no slice of finished jobs', async () => {
   assert.deepEqual(await lockedBy(claim), []);
+});
+
+test('a batch claim, planned on its run or from the poll’s cached plan, locks no slice of finished jobs', async () => {
+  for (const poll of [false, true]) {
+    const locked = await lockedBy(async (tx, id) => {
+      const claimed = await jobClaimBatch(tx, {
+        queue: 'locks',
+        limit: 10,
+        owner: 'w1',
+        leaseMs: 30_000,
+        tenantCursor: '',
+        poll,
+        limited: false,
+      });
+      assert.deepEqual(
+        claimed.map((j) => j.id),
+        [id],
+      );
+    });
+    assert.deepEqual(locked, [], `poll ${poll}`);
+  }
 });
 
 test('a failed attempt that will be retried locks no slice of finished jobs', async () => {
