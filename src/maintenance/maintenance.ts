@@ -26,6 +26,7 @@ import {
   jobSliceDropEmpty,
   jobSliceEndAfter,
   jobSliceEnsure,
+  type BoundedSlice,
   type JobSlice,
 } from '../store/job-slices.ts';
 import { leaseAcquire, leaseRelease, leaseRenew } from '../store/leases.ts';
@@ -388,9 +389,9 @@ export class Maintenance {
       // The walk by id drops a slice whole where every job in it is due, else deletes row by row.
       const dueS = walk === 'id' ? plan.sliceDueS : null;
       const slice = dueS === null ? null : await jobSliceAt(this.#pool, afterId);
-      if (dueS !== null && slice !== null && slice.to !== null && slice.name !== checked) {
+      if (dueS !== null && slice !== null && slice.name !== checked) {
         checked = slice.name;
-        const whole = await this.#dropSliceDue(dueS, { ...slice, to: slice.to }, count);
+        const whole = await this.#dropSliceDue(dueS, slice, count);
         if (whole === 'lost') return null;
         if (whole === 'later') return firstKept === null ? afterId : firstKept - 1;
         if (whole === 'wait') firstKept ??= slice.from ?? 1;
@@ -438,7 +439,7 @@ export class Maintenance {
    */
   async #dropSliceDue(
     retentionS: number,
-    slice: JobSlice & { to: number },
+    slice: BoundedSlice,
     count: Count,
   ): Promise<number | 'rows' | 'wait' | 'later' | 'lost'> {
     const due = await jobSliceDue(this.#pool, slice, this.#now(), retentionS);

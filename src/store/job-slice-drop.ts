@@ -10,7 +10,7 @@
 import type { Fence } from './occurrences.ts';
 import type { Pool, Queryable } from './pool.ts';
 import { FENCE } from './retention.ts';
-import { jobSliceChangeFenced, jobSliceListForget, type JobSlice } from './job-slices.ts';
+import { jobSliceChangeFenced, jobSliceListForget, type BoundedSlice, type JobSlice } from './job-slices.ts';
 
 export interface SliceDue {
   /** The ids drawn have passed the slice and no open job's id falls in it: no job can finish into it. */
@@ -25,7 +25,7 @@ export interface SliceDue {
 /** How far `slice` is from being dropped whole. */
 export async function jobSliceDue(
   db: Queryable,
-  slice: JobSlice & { to: number },
+  slice: BoundedSlice,
   now: Date | null,
   retentionS: number,
 ): Promise<SliceDue> {
@@ -46,7 +46,6 @@ export interface SliceChildrenResult {
   jobs: number;
   attempts: number;
   effects: number;
-  keys: number;
   /** The last id read: the next batch starts after it. */
   lastId: number;
 }
@@ -67,7 +66,6 @@ export async function jobSliceChildrenPrune(
     jobs: number;
     attempts: number;
     effects: number;
-    keys: number;
     last_id: number | null;
   }>(
     `WITH ${FENCE}, ids AS (
@@ -81,13 +79,12 @@ export async function jobSliceChildrenPrune(
      ), keys AS (
        DELETE FROM job_keys k
         WHERE (k.queue, k.key, k.job_id) IN (SELECT queue, idempotency_key, id FROM ids WHERE NOT key_generated)
-       RETURNING 1
      )
+     -- Each delete runs whether or not the result reads it; the keys are not counted.
      SELECT EXISTS (SELECT 1 FROM fence) AS fenced,
             (SELECT count(*) FROM ids)::int AS jobs,
             (SELECT count(*) FROM att)::int AS attempts,
             (SELECT count(*) FROM eff)::int AS effects,
-            (SELECT count(*) FROM keys)::int AS keys,
             (SELECT max(id) FROM ids) AS last_id`,
     [fence.lease, fence.holder, fence.epoch, afterId, limit],
   );
@@ -98,7 +95,6 @@ export async function jobSliceChildrenPrune(
     jobs: row.jobs,
     attempts: row.attempts,
     effects: row.effects,
-    keys: row.keys,
     lastId: row.last_id ?? afterId,
   };
 }
@@ -113,7 +109,7 @@ export type SliceDropDue = 'dropped' | 'kept' | 'fenced' | 'busy';
 export async function jobSliceDropDue(
   pool: Pool,
   fence: Fence,
-  slice: JobSlice & { to: number },
+  slice: BoundedSlice,
   now: Date | null,
   retentionS: number,
   lockTimeoutMs = 200,

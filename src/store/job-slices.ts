@@ -23,6 +23,9 @@ export interface JobSlice {
   to: number | null;
 }
 
+/** A slice with an end: any partition of jobs_done but the default one. */
+export type BoundedSlice = JobSlice & { to: number };
+
 /** jobs_done's partitions, by their first id (the default partition last). */
 export async function jobSliceList(db: Queryable): Promise<JobSlice[]> {
   const { rows } = await db.query<{ name: string; bound: string }>(
@@ -92,7 +95,7 @@ export async function jobSliceEnsure(
 }
 
 /** Creates `slice` (its `from` and `to` set) and attaches it to jobs_done, in the caller's transaction. */
-export async function jobSliceAttach(db: Queryable, slice: JobSlice & { to: number }): Promise<void> {
+export async function jobSliceAttach(db: Queryable, slice: BoundedSlice): Promise<void> {
   const from = slice.from === null ? 'MINVALUE' : String(slice.from);
   await db.query(
     // Index cleanup on: retention deletes from a slice's front (migration 0033).
@@ -231,16 +234,16 @@ export async function jobSliceWindows(db: Queryable, below: number | null): Prom
  * when `fresh`): reading the catalog takes 1.4 ms with 130 slices, as long as a page. A list older
  * than that only makes a range span more or fewer slices than meant.
  */
-async function slicesRead(db: Queryable, fresh = false): Promise<JobSlice[]> {
+async function slicesRead(db: Queryable, fresh = false): Promise<BoundedSlice[]> {
   const kept = slicesKept.get(db);
   if (!fresh && kept !== undefined && Date.now() - kept.at < SLICE_LIST_MS) return kept.slices;
-  const slices = (await jobSliceList(db)).filter((s) => s.to !== null);
+  const slices = (await jobSliceList(db)).filter((s): s is BoundedSlice => s.to !== null);
   slicesKept.set(db, { at: Date.now(), slices });
   return slices;
 }
 
 const SLICE_LIST_MS = 10_000;
-const slicesKept = new WeakMap<Queryable, { at: number; slices: JobSlice[] }>();
+const slicesKept = new WeakMap<Queryable, { at: number; slices: BoundedSlice[] }>();
 
 /** Drops the slice list kept for `db`, after a change of the slices made through it. */
 export function jobSliceListForget(db: Queryable): void {
@@ -296,9 +299,9 @@ export async function jobSliceEndAfter(db: Queryable, afterId: number): Promise<
  * The slice that holds id `afterId + 1`, from the slice list read at most every SLICE_LIST_MS; null
  * when none does (the default partition's ids, or a slice dropped since).
  */
-export async function jobSliceAt(db: Queryable, afterId: number): Promise<JobSlice | null> {
+export async function jobSliceAt(db: Queryable, afterId: number): Promise<BoundedSlice | null> {
   const id = afterId + 1;
-  const holds = (s: JobSlice): boolean => (s.from ?? -Infinity) <= id && id < (s.to ?? -Infinity);
+  const holds = (s: BoundedSlice): boolean => (s.from ?? -Infinity) <= id && id < s.to;
   return (await slicesRead(db)).find(holds) ?? null;
 }
 

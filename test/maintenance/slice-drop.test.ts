@@ -12,7 +12,7 @@ import { createLogger } from '../../src/log.ts';
 import { Maintenance } from '../../src/maintenance/maintenance.ts';
 import type { RetentionConfig } from '../../src/maintenance/retention-config.ts';
 import { jobSliceChildrenPrune, jobSliceDropDue } from '../../src/store/job-slice-drop.ts';
-import { jobSliceList, type JobSlice } from '../../src/store/job-slices.ts';
+import { jobSliceList, type BoundedSlice } from '../../src/store/job-slices.ts';
 import type { Pool } from '../../src/store/pool.ts';
 import { createTestDatabase } from '../support/db.ts';
 import { attachSlices } from '../support/slices.ts';
@@ -219,7 +219,7 @@ test('a stale fence deletes no child and drops no slice', async () => {
   const [a] = s.at as [number];
   const ids = await s.jobsAt(a + 1, old(3));
   await s.pool.query(`SELECT setval('jobs_id_seq', $1)`, [a + 3 * SIZE]);
-  const slice = (await jobSliceList(s.pool)).find((x): x is JobSlice & { to: number } => x.from === a);
+  const slice = (await jobSliceList(s.pool)).find((x): x is BoundedSlice => x.from === a);
   assert.ok(slice !== undefined && slice.to !== null);
   const stale = { lease: 'maintenance', holder: 'nobody', epoch: 99 };
   const children = await jobSliceChildrenPrune(s.pool, stale, slice, 0, 100);
