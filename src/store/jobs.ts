@@ -25,6 +25,7 @@ import {
   workflowJobsLock,
   workflowJobsRetried,
   workflowJobsSucceeded,
+  workflowJobsSucceededAlone,
 } from './workflow-release.ts';
 
 export const JobState = {
@@ -381,6 +382,26 @@ export async function jobCompleteMany(
   if (refs.length === 0) return [];
   const batch = sortedById(refs);
   return workflowJobsSucceeded(
+    db,
+    batch.map((r) => r.id),
+    take,
+    { owner, attempts: batch.map((r) => r.attempt) },
+  );
+}
+
+/**
+ * As jobCompleteMany, as one statement outside a transaction (workflowJobsSucceededAlone): a batch
+ * whose release takes a transaction fails with nothing kept (needsTransaction), for jobCompleteMany.
+ */
+export async function jobCompleteAlone(
+  db: Queryable,
+  owner: string,
+  refs: readonly AttemptRef[],
+  take?: ReleaseTake,
+): Promise<number[]> {
+  if (refs.length === 0) return [];
+  const batch = sortedById(refs);
+  return workflowJobsSucceededAlone(
     db,
     batch.map((r) => r.id),
     take,

@@ -233,10 +233,11 @@ interface ReleaseRow {
  * created (with the id drawn at submit on its first run) and the node queued; the parent that brings
  * a child to zero is recorded as its critical-path link. $2-$4 are the take's owner, lease and room.
  *
- * The caller holds the children's workflows locked against every other writer of their nodes
- * (workflowNodeJobsSucceed, workflowLock), so the update reads each child's latest counter and no
- * other release meets it on a shared child: no child is locked ahead of its update. Locking them first,
- * in id order, took a sixth of a node-success statement (1.9 of 11.5 ms for 313 nodes). Children are
+ * The caller holds the children's workflows locked against every writer of their nodes but node
+ * successes written alone (workflowNodeJobsSucceed), which meet here on a shared child: the later
+ * update waits for the earlier to commit and then reads the child's new counter (READ COMMITTED's
+ * recheck), so exactly one sees it reach zero. No child is locked ahead of its update: locking them
+ * first took a sixth of a node-success statement (1.9 of 11.5 ms for 313 nodes). Children are
  * joined by id alone: also matching them by ANY(ARRAY(children)) let the planner loop that array once
  * per child (102 s for the 30,300 children of one node). One update per child instead of two (a
  * decrement, then the release): the mixture's root updated each of its 30,300 children twice.
@@ -248,6 +249,9 @@ function releaseCtes(running: string): string {
        SELECT c.id AS child_id, count(*)::int AS n, max(p.id) AS parent
        FROM p, unnest(p.children) AS c(id)
        GROUP BY c.id
+       -- In id order, which the update keeps (a loop over d): two releases that share children
+       -- wait for each other in one order and never deadlock.
+       ORDER BY c.id
      ), u AS (
        UPDATE workflow_nodes c SET
          pending_deps = c.pending_deps - d.n,
@@ -365,24 +369,29 @@ export interface JobsFinish {
  * A completion's whole workflow part in one statement. With `finish`, it first marks the jobs
  * succeeded (the attempts `finish.owner` still holds; ids ascending, `finish.attempts` in the same
  * order); without, the jobs were marked by the caller. Then it locks the workflows owning them (in
- * id order, FOR NO KEY UPDATE: one node success of a workflow at a time, while every other transition
- * takes them FOR UPDATE: workflowLockByJobs), marks their nodes succeeded (only those still queued: a
- * second report is a no-op), releases the nodes' children as workflowNodeChildrenRelease does, and
- * moves the workflows' counters (WORKFLOW_PROGRESS_SET), which may end them. Returns the jobs
- * written, the locked workflows and the children left for the caller.
+ * id order), marks their nodes succeeded (only those still queued: a second report is a no-op),
+ * releases the nodes' children as workflowNodeChildrenRelease does, and moves the workflows' counters
+ * (WORKFLOW_PROGRESS_SET), which may end them. Returns the jobs written, the locked workflows and the
+ * children left for the caller.
  *
- * Successes of one workflow wrote its row's counters last and so committed one at a time anyway;
- * holding the row from the start instead lets the release update children without locking them
- * first. Four round trips of the completion's transaction fewer than a statement each. The locks
- * come in the order those statements took them: the jobs, the workflows, the nodes, their children,
- * and the workflow rows' update last, which reads u so it runs once every child is written. $1 the
- * job ids, $2-$4 the take (releaseCtes; $2 is also the owner), $5 the attempts.
+ * `alone`: the statement is its own transaction (no BEGIN, no COMMIT), so the workflow rows it
+ * updates are free again as it ends instead of a COMMIT round trip later. It locks its workflows FOR
+ * KEY SHARE, beside other such successes of the same workflows: they meet only on a shared child,
+ * which each updates in id order, the later one after the earlier commits and from its counter
+ * (releaseCtes), and on the counters, locked last and in id order. A child it would leave to the
+ * caller in a running workflow (a signal node) makes it fail with NEEDS_TRANSACTION and keep nothing.
+ * Without `alone` it locks them FOR UPDATE, as every other transition does, so it runs by itself and
+ * the caller's further statements (propagate) meet no other writer of the nodes.
+ *
+ * Four round trips of the completion's transaction fewer than a statement each. $1 the job ids,
+ * $2-$4 the take (releaseCtes; $2 is also the owner), then the attempts with `finish`, then `alone`.
  */
 export async function workflowNodeJobsSucceed(
   q: Queryable,
   jobIds: number[],
   take?: ReleaseTake,
   finish?: JobsFinish,
+  alone = false,
 ): Promise<{ written: number[]; locked: WorkflowLockRow[]; ready: NodeRef[] }> {
   const done =
     finish === undefined
@@ -390,33 +399,39 @@ export async function workflowNodeJobsSucceed(
       : `UPDATE jobs j SET state = 'succeeded', finished_at = now(), lease_expires_at = NULL
          WHERE ${ownedAttemptSql('$1', '$5', '$2')}
          RETURNING j.id`;
-  const params = releaseParams(jobIds, take);
+  const params: (string | number | boolean | null)[] = releaseParams(jobIds, take);
   if (finish !== undefined) {
     // The owner checked is the finishing worker, which is also the one that takes released jobs.
     params[1] = finish.owner;
     params.push(arrayLiteral(finish.attempts));
   }
+  params.push(alone);
+  const running = `ARRAY(SELECT id FROM lk WHERE state = 'running')`;
   const { rows } = await q.query<ReleaseRow>({
     // Named, so each connection plans it once: planning it on every run cost ~18 % of the
     // database's CPU over a 20,000-node workflow.
-    name: `workflowNodeJobsSucceed:${finish === undefined ? 'marked' : 'finish'}`,
+    name: `workflowNodeJobsSucceed:${finish === undefined ? 'marked' : 'finish'}:${alone ? 'alone' : 'tx'}`,
     text: `WITH done AS MATERIALIZED (
        ${done}
      ), lk AS MATERIALIZED (
        SELECT w.id, w.state, w.failure_policy FROM workflows w
        WHERE ${OWNING_WORKFLOWS('job_id', 'ARRAY(SELECT id FROM done)')}
        ORDER BY w.id
-       FOR NO KEY UPDATE OF w
+       FOR ${alone ? 'KEY SHARE' : 'UPDATE'} OF w
      ), p AS (
        UPDATE workflow_nodes SET state = 'succeeded', finished_at = now()
        WHERE job_id = ANY(ARRAY(SELECT id FROM done)) AND state = 'queued'
          AND workflow_id = ANY(ARRAY(SELECT id FROM lk))
        RETURNING id, workflow_id, type, children
-     ), ${releaseCtes(`ARRAY(SELECT id FROM lk WHERE state = 'running')`)}, pr AS (
+     ), ${releaseCtes(running)}, pr AS (
+       -- Last, once every child is written (it reads u), the counters' rows in id order.
        UPDATE workflows w SET ${WORKFLOW_PROGRESS_SET}
        FROM (SELECT workflow_id AS id, count(*)::int AS finished, 0 AS failed, max(id) AS last
              FROM p GROUP BY workflow_id) d
-       WHERE w.id = d.id AND (SELECT count(*) FROM u) >= 0
+       WHERE w.id = d.id AND w.id = ANY(ARRAY(
+         SELECT c.id FROM workflows c
+         WHERE c.id = ANY(ARRAY(SELECT id FROM lk)) AND (SELECT count(*) FROM u) >= 0
+         ORDER BY c.id FOR NO KEY UPDATE))
        RETURNING w.id
      )
      ${RELEASE_ROWS}
@@ -424,6 +439,12 @@ export async function workflowNodeJobsSucceed(
      SELECT 'locked', NULL, id, NULL, NULL, state, failure_policy FROM lk
      UNION ALL
      SELECT 'done', id, NULL, NULL, NULL, NULL, NULL FROM done
+     UNION ALL
+     -- Never a row: alone, a signal node released in a running workflow fails the statement.
+     SELECT 'ready', id, workflow_id, type, NULL, NULL, NULL FROM u
+      WHERE NOT go AND pending_deps = 0 AND state = 'pending'
+        AND CASE WHEN $${params.length}::boolean AND type = 'signal' AND workflow_id = ANY(${running})
+                 THEN tidemark_release_needs_transaction(id) ELSE false END
      ORDER BY id`,
     values: params,
   });

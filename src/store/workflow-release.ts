@@ -4,10 +4,10 @@
  * in the one that gives up on them, so a node's result and the release of its children commit or
  * vanish together: a lost completion write loses the release with it, and the retry redoes both.
  *
- * Every entry point first locks the affected workflow rows in id order: node successes FOR NO KEY
- * UPDATE (they do not block inserts of the workflow's nodes or signals), every other transition FOR
- * UPDATE. So one writer at a time changes a workflow's nodes, and a release updates children
- * without locking them first.
+ * Every entry point first locks the affected workflow rows in id order, FOR UPDATE: one writer at a
+ * time changes a workflow's nodes, and a release updates children without locking them first. The
+ * exception is node successes written alone (workflowJobsSucceededAlone), one statement each, which
+ * lock FOR KEY SHARE and run beside each other (workflowNodeJobsSucceed says how they meet).
  */
 import type { ReleaseTake } from './jobs.ts';
 import type { Queryable } from './pool.ts';
@@ -170,8 +170,8 @@ async function failNodes(
 
 /**
  * In the job-success transaction: the nodes of these jobs succeed and release their children. The
- * workflows are locked first, so success transactions of one workflow run one after the other, as
- * their updates of the workflow row's counters would make them commit anyway. With `finish`, the
+ * workflows are locked first (FOR UPDATE), so this transaction's further statements meet no other
+ * writer of their nodes, node successes written alone included. With `finish`, the
  * jobs are marked succeeded here too (jobCompleteMany). The jobs' success, the lock, the nodes'
  * successes, the release and the counters are one statement (workflowNodeJobsSucceed); what it
  * leaves (signal nodes, children of workflows not running) goes on as any release's does. Returns
@@ -190,6 +190,31 @@ export async function workflowJobsSucceeded(
   await propagate(tx, locked, progress, { succeeded: [], ready }, take);
   await progress.apply(tx);
   return written;
+}
+
+/** SQLSTATE of a node success written alone that would release a signal node (migration 0035). */
+const NEEDS_TRANSACTION = 'TMR01';
+
+/** The error of workflowJobsSucceededAlone when the batch takes a transaction: nothing was kept. */
+export function needsTransaction(error: unknown): boolean {
+  return (error as { code?: unknown } | null)?.code === NEEDS_TRANSACTION;
+}
+
+/**
+ * workflowJobsSucceeded with `finish`, as one statement outside a transaction: the jobs' success,
+ * their nodes' and the release commit as it ends. The only release that takes more statements, a
+ * signal node's in a running workflow, fails it with nothing kept (needsTransaction): the caller
+ * writes the batch again in a transaction. Children of workflows not running wait for a resume, as
+ * propagate leaves them. Returns the jobs whose success is recorded.
+ */
+export async function workflowJobsSucceededAlone(
+  db: Queryable,
+  jobIds: number[],
+  take: ReleaseTake | undefined,
+  finish: JobsFinish,
+): Promise<number[]> {
+  if (jobIds.length === 0) return [];
+  return (await workflowNodeJobsSucceed(db, jobIds, take, finish, true)).written;
 }
 
 /** In the transaction that gives up on these jobs (retries exhausted): their nodes fail. */

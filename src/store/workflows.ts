@@ -89,8 +89,8 @@ export const OWNING_WORKFLOWS = (nodeColumn: string, ids = '$1::bigint[]'): stri
 /**
  * Locks, in id order, the workflows that own any of these jobs; empty when none is a workflow node.
  * Every transition (cancel, resume, failure, retry, signal) takes FOR UPDATE and so waits for node
- * successes, which hold the same rows FOR NO KEY UPDATE (workflowNodeJobsSucceed), as they wait for
- * it.
+ * successes, which hold the same rows FOR KEY SHARE or FOR UPDATE (workflowNodeJobsSucceed), as they
+ * wait for it.
  */
 export async function workflowLockByJobs(q: Queryable, jobIds: number[]): Promise<WorkflowLockRow[]> {
   const { rows } = await q.query<WorkflowLockRow>(

@@ -3,13 +3,14 @@
  * next accumulates, so an idle worker writes each completion at once (low latency) and a busy one
  * writes ~1,000 per statement (one job per statement ~0.25 P, 1,000 per batch ~7–8 P: DESIGN.md).
  * Successes of jobs that are no workflow's nodes are one statement of their own; a node's job is
- * completed in a transaction with its workflow's release, in its workflow's lane (NODE_LANES), beside
- * the other writes. A failed write is retried with backoff;
- * every write is conditioned on (owner, attempt), so writing twice, or after the job was reaped,
- * changes nothing.
+ * completed in one statement with its workflow's release (in a transaction when the release takes
+ * more), in its workflow's lane (NODE_LANES), beside the other writes. A failed write is retried
+ * with backoff; every write is conditioned on (owner, attempt), so writing twice, or after the job
+ * was reaped, changes nothing.
  */
 import type { Logger } from '../log.ts';
 import {
+  jobCompleteAlone,
   jobCompleteMany,
   jobCompleteOutsideWorkflows,
   jobFailMany,
@@ -19,20 +20,28 @@ import {
   type ReleaseTake,
 } from '../store/jobs.ts';
 import { withTransaction, type Pool } from '../store/pool.ts';
+import { needsTransaction } from '../store/workflow-release.ts';
 
 /**
- * Node-success lanes: each writes one transaction at a time, and every node of one workflow goes to
- * the lane its workflow id hashes to, so different workflows commit side by side and no two
- * transactions of one workflow wait on the children rows they share. Three transactions at once on
- * one 20,000-node workflow took ~45 % more database CPU than one at a time, in row-lock waits and
- * rechecks, and finished later.
+ * Node-success lanes: every node of one workflow goes to the lane its workflow id hashes to, so
+ * different workflows commit side by side and one workflow's writes stay few and large.
  */
 const NODE_LANES = 3;
 
-/** One lane's successes waiting, and the batch it is writing. */
+/**
+ * Statements a lane writes at once. A step of 300 chains in one 20,000-node workflow (one batch of
+ * ~350 successes) is written as two halves side by side: ~13 ms a step where one statement took
+ * ~17 ms. Three at once were slower again, with both cores busy.
+ */
+const LANE_DEPTH = 2;
+
+/** The smallest part a lane's queue is split into to fill its free statements. */
+const MIN_PART = 64;
+
+/** One lane's successes waiting, and the batches it is writing. */
 interface NodeLane {
   queued: AttemptRef[];
-  writing: AttemptRef[] | null;
+  writing: AttemptRef[][];
 }
 
 /** A lane by the workflow id (FNV-1a): stable for the process's life, spread across ids. */
@@ -67,8 +76,8 @@ export class Completer {
   readonly #batch: number;
   /** Successes of jobs that are no workflow's nodes, by their key: one statement each batch. */
   #successes: AttemptRef[] = [];
-  /** Successes of workflow nodes' jobs, written with their release in one transaction per lane. */
-  readonly #nodeLanes: NodeLane[] = Array.from({ length: NODE_LANES }, () => ({ queued: [], writing: null }));
+  /** Successes of workflow nodes' jobs, written with their release, LANE_DEPTH statements per lane. */
+  readonly #nodeLanes: NodeLane[] = Array.from({ length: NODE_LANES }, () => ({ queued: [], writing: [] }));
   #nodeKick = false;
   #failures: AttemptFailure[] = [];
   #releases: AttemptRef[] = [];
@@ -117,7 +126,10 @@ export class Completer {
 
   get pending(): number {
     let n = this.#mainPending;
-    for (const lane of this.#nodeLanes) n += lane.queued.length + (lane.writing?.length ?? 0);
+    for (const lane of this.#nodeLanes) {
+      n += lane.queued.length;
+      for (const batch of lane.writing) n += batch.length;
+    }
     return n;
   }
 
@@ -153,33 +165,53 @@ export class Completer {
 
   #startNodeLanes(): void {
     for (const lane of this.#nodeLanes) {
-      if (lane.writing !== null || lane.queued.length === 0 || this.#abandoned) continue;
-      lane.writing = lane.queued.splice(0, this.#batch);
-      void this.#writeNodes(lane, lane.writing);
+      const free = LANE_DEPTH - lane.writing.length;
+      if (free === 0 || lane.queued.length === 0 || this.#abandoned) continue;
+      const n = Math.min(lane.queued.length, this.#batch * free);
+      const size = Math.ceil(n / Math.max(1, Math.min(free, Math.floor(n / MIN_PART))));
+      while (lane.writing.length < LANE_DEPTH && lane.queued.length > 0) {
+        const batch = lane.queued.splice(0, size);
+        lane.writing.push(batch);
+        void this.#writeNodes(lane, batch);
+      }
     }
   }
 
-  /** One node-success batch, retried until it lands (a deadlock with another write is retried too). */
+  /**
+   * One node-success batch, retried until it lands (a deadlock with another write is retried too):
+   * first as one statement, then, when its release takes more or that statement failed, in a
+   * transaction.
+   */
   async #writeNodes(lane: NodeLane, batch: AttemptRef[]): Promise<void> {
     let delayMs = 50;
+    let alone = true;
     for (;;) {
       const take = this.#taking?.reserve(batch.length) ?? undefined;
       try {
-        await withTransaction(this.#pool, (tx) => jobCompleteMany(tx, this.#owner, batch, take), {
-          byIndex: true,
-        });
+        if (alone) await jobCompleteAlone(this.#pool, this.#owner, batch, take);
+        else
+          await withTransaction(this.#pool, (tx) => jobCompleteMany(tx, this.#owner, batch, take), {
+            byIndex: true,
+          });
         if (take !== undefined) this.#taking?.settle(take, true);
         break;
       } catch (error) {
         if (take !== undefined) this.#taking?.settle(take, false);
         // Given up at shutdown: flushWithin reported this batch as unwritten.
         if (this.#abandoned) return;
+        if (alone) {
+          // Nothing of it was kept: written again at once, the longer way.
+          alone = false;
+          if (!needsTransaction(error))
+            this.#log.warn({ err: error, jobs: batch.length }, 'completion write failed');
+          continue;
+        }
         this.#log.warn({ err: error, jobs: batch.length, retryInMs: delayMs }, 'completion write failed');
         await new Promise((r) => setTimeout(r, delayMs));
         delayMs = Math.min(delayMs * 2, 2000);
       }
     }
-    lane.writing = null;
+    lane.writing.splice(lane.writing.indexOf(batch), 1);
     this.#onWritten();
     // The next batch a turn later: the jobs this one took and that end at once join it, where a
     // batch started at once held the one or two ready so far, at 2-5 ms a transaction whatever
@@ -204,7 +236,7 @@ export class Completer {
     const left: Unwritten = {
       succeeded: [
         ...this.#successes,
-        ...this.#nodeLanes.flatMap((lane) => [...lane.queued, ...(lane.writing ?? [])]),
+        ...this.#nodeLanes.flatMap((lane) => [...lane.queued, ...lane.writing.flat()]),
       ],
       failed: [...this.#failures],
       released: [...this.#releases],

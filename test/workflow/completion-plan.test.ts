@@ -3,12 +3,13 @@
  * whatever the planner's statistics say: after an ANALYZE that saw two workflows and one queued node
  * each, the lock statement read every node of each workflow and the success update every queued
  * node, per completion batch; so does the generic plan a connection keeps for the named success
- * statement. And the completion's transaction reads its jobs by primary key
- * (withTransaction's byIndex) where the jobs table's statistics are those of a nearly empty one.
+ * statement, written alone or in a transaction. And the completion reads its jobs by primary key
+ * where the jobs table's statistics are those of a nearly empty one: in a transaction with
+ * withTransaction's byIndex and without, and written alone.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { jobCompleteMany } from '../../src/store/jobs.ts';
+import { jobCompleteAlone, jobCompleteMany } from '../../src/store/jobs.ts';
 import { withTransaction, type PoolClient } from '../../src/store/pool.ts';
 import { workflowNodeJobsSucceed } from '../../src/store/workflow-nodes.ts';
 import { workflowLockByJobs } from '../../src/store/workflows.ts';
@@ -49,7 +50,12 @@ test('completing workflow nodes finds them by job, not by scanning a workflow or
   const children = await claim(db.pool, 'plan-a');
   assert.equal(children.length, 2000);
   // Planned for its parameters, and as the plan a connection keeps for the named statement.
-  for (const mode of ['auto', 'force_generic_plan']) {
+  for (const [mode, alone] of [
+    ['auto', false],
+    ['force_generic_plan', false],
+    ['auto', true],
+    ['force_generic_plan', true],
+  ] as const) {
     const jobIds = children.slice(0, 500).map((j) => j.id);
     const tx = await db.pool.connect();
     try {
@@ -61,14 +67,14 @@ test('completing workflow nodes finds them by job, not by scanning a workflow or
         locked.map((w) => w.id),
         ['plan-a'],
       );
-      const succeeded = await workflowNodeJobsSucceed(tx, jobIds);
+      const succeeded = await workflowNodeJobsSucceed(tx, jobIds, undefined, undefined, alone);
       assert.deepEqual(
         succeeded.locked.map((w) => w.id),
         ['plan-a'],
       );
       const after = await indexScans(tx);
       const used = Object.keys(after).filter((name) => (after[name] ?? 0) > (before[name] ?? 0));
-      assert.deepEqual(used.sort(), ['workflow_nodes_job_idx'], mode);
+      assert.deepEqual(used.sort(), ['workflow_nodes_job_idx'], `${mode}, alone ${alone}`);
       const { rows } = await tx.query<{ n: number }>(
         `SELECT count(*)::int AS n FROM workflow_nodes WHERE workflow_id = 'plan-a' AND state = 'succeeded'`,
       );
@@ -90,8 +96,7 @@ test('a completion transaction reads its jobs by primary key where the statistic
      FROM generate_series(1, 20000) g RETURNING id`,
   );
   const refs = rows.filter((_, i) => i % 40 === 0).map((r) => ({ id: r.id, attempt: 1 }));
-  const third = Math.floor(refs.length / 3);
-  const complete = (batch: typeof refs, byIndex: boolean, mode: string) =>
+  const complete = (batch: typeof refs, byIndex: boolean, mode: string, alone: boolean) =>
     withTransaction(
       own.pool,
       async (tx) => {
@@ -107,7 +112,9 @@ test('a completion transaction reads its jobs by primary key where the statistic
             )
           ).rows[0] ?? { scanned: 0, pkey: 0 };
         const before = await counts();
-        const written = await jobCompleteMany(tx, 'w1', batch);
+        // Alone, the statement runs outside a transaction, without byIndex: here in one, to read
+        // its counts.
+        const written = await (alone ? jobCompleteAlone : jobCompleteMany)(tx, 'w1', batch);
         const after = await counts();
         return {
           written: written.length,
@@ -118,15 +125,21 @@ test('a completion transaction reads its jobs by primary key where the statistic
       { byIndex },
     );
   // Planned as usual, with table scans off (byIndex), and as the generic plan a connection keeps
-  // for the named statement, the batch reads the open jobs by key.
-  for (const [batch, byIndex, mode] of [
-    [refs.slice(0, third), false, 'auto'],
-    [refs.slice(third, 2 * third), true, 'auto'],
-    [refs.slice(2 * third), true, 'force_generic_plan'],
+  // for the named statement, the batch reads the open jobs by key; so does the statement written
+  // alone, which has no byIndex.
+  const sixth = Math.floor(refs.length / 6);
+  for (const [k, byIndex, mode, alone] of [
+    [0, false, 'auto', false],
+    [1, true, 'auto', false],
+    [2, true, 'force_generic_plan', false],
+    [3, false, 'auto', true],
+    [4, false, 'force_generic_plan', true],
   ] as const) {
-    const r = await complete(batch, byIndex, mode);
+    const batch = refs.slice(k * sixth, (k + 1) * sixth);
+    const r = await complete(batch, byIndex, mode, alone);
+    const what = `byIndex ${byIndex}, ${mode}, alone ${alone}`;
     assert.equal(r.written, batch.length);
-    assert.ok(r.scanned < 1000, `jobs not scanned (byIndex ${byIndex}, ${mode}): ${JSON.stringify(r)}`);
-    assert.ok(r.pkey > 0, `read by jobs_open_pkey (byIndex ${byIndex}, ${mode})`);
+    assert.ok(r.scanned < 1000, `jobs not scanned (${what}): ${JSON.stringify(r)}`);
+    assert.ok(r.pkey > 0, `read by jobs_open_pkey (${what})`);
   }
 });

@@ -1,13 +1,15 @@
 /**
- * Node successes of one workflow from two workers: the second waits for the first on the workflow's
- * row before it touches any node, then sees the first's decrements, so exactly one of them sees a
- * shared child's counter reach zero. Two real transactions on two connections, the first held open
- * while the second runs.
+ * Node successes of one workflow from two workers. Written in transactions, the second waits for the
+ * first on the workflow's row before it touches any node, then sees the first's decrements. Written
+ * alone (one statement each, as the worker's completer does first), they run side by side and meet
+ * only on a shared child. Either way exactly one of them sees the child's counter reach zero. Real
+ * statements on separate connections, held at a lock while the other runs.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { PoolClient } from '../../src/store/pool.ts';
-import { workflowJobsSucceeded } from '../../src/store/workflow-release.ts';
+import { jobCompleteAlone, jobCompleteMany } from '../../src/store/jobs.ts';
+import { withTransaction, type PoolClient } from '../../src/store/pool.ts';
+import { needsTransaction, workflowJobsSucceeded } from '../../src/store/workflow-release.ts';
 import { WorkflowClient } from '../../src/workflow/workflow-client.ts';
 import { waitUntil } from '../worker/support.ts';
 import { createTestDatabase } from '../support/db.ts';
@@ -23,12 +25,15 @@ async function succeedOpen(tx: PoolClient, jobIds: number[]): Promise<void> {
   await workflowJobsSucceeded(tx, jobIds);
 }
 
-async function node(key: string): Promise<{ state: string; pending: number; jobs: number }> {
+async function node(
+  key: string,
+  workflow = 'side',
+): Promise<{ state: string; pending: number; jobs: number }> {
   const { rows } = await db.pool.query<{ state: string; pending: number; jobs: number }>(
     `SELECT n.state, n.pending_deps AS pending,
-            (SELECT count(*)::int FROM jobs j WHERE j.idempotency_key LIKE 'workflow:side:' || n.id || ':%') AS jobs
-     FROM workflow_nodes n WHERE n.workflow_id = 'side' AND n.key = $1`,
-    [key],
+            (SELECT count(*)::int FROM jobs j WHERE j.idempotency_key LIKE 'workflow:' || $2 || ':' || n.id || ':%') AS jobs
+     FROM workflow_nodes n WHERE n.workflow_id = $2 AND n.key = $1`,
+    [key, workflow],
   );
   const row = rows[0];
   assert.ok(row, key);
@@ -109,4 +114,94 @@ test('two successes of one workflow commit one after the other; a child they sha
     first.release();
     second.release();
   }
+});
+
+/** Connections whose statement matching `pattern` waits for a lock. */
+async function waitingIn(pattern: string): Promise<number> {
+  const { rows } = await db.pool.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM pg_stat_activity
+     WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE $1`,
+    [pattern],
+  );
+  return rows[0]?.n ?? 0;
+}
+
+test('successes written alone run side by side; a child they share is released once', async () => {
+  await workflows.submit({
+    id: 'alone',
+    nodes: [
+      { id: 'a', kind: 'k' },
+      { id: 'b', kind: 'k' },
+      { id: 'z', kind: 'k', dependsOn: ['a', 'b'] },
+    ],
+  });
+  const roots = await claim(db.pool, 'alone', ['a', 'b']);
+  const a = roots.find((j) => j.key === 'a');
+  const b = roots.find((j) => j.key === 'b');
+  assert.ok(a && b);
+  // The shared child held by a third transaction: each success stops at it, after its own node.
+  const holder = await db.pool.connect();
+  try {
+    await holder.query('BEGIN');
+    await holder.query(`SELECT 1 FROM workflow_nodes WHERE workflow_id = 'alone' AND key = 'z' FOR UPDATE`);
+    const writes = [a, b].map((j) => jobCompleteAlone(db.pool, 'test', [{ id: j.id, attempt: 1 }]));
+    // Both wait at the child at once: neither waits for the other's commit on the workflow row.
+    await waitUntil(
+      'both successes to wait at the shared child',
+      async () => (await waitingIn('WITH done AS%')) === 2,
+    );
+    // Each has updated its own node: neither waited for the other on the workflow's row.
+    for (const key of ['a', 'b']) {
+      await assert.rejects(
+        db.pool.query(
+          `SELECT 1 FROM workflow_nodes WHERE workflow_id = 'alone' AND key = $1 FOR UPDATE NOWAIT`,
+          [key],
+        ),
+        (e: unknown) => (e as { code?: string }).code === '55P03',
+        key,
+      );
+    }
+    await holder.query('COMMIT');
+    assert.deepEqual(await Promise.all(writes), [[a.id], [b.id]]);
+  } finally {
+    holder.release();
+  }
+  assert.deepEqual(await node('z', 'alone'), { state: 'queued', pending: 0, jobs: 1 });
+  assert.equal((await node('a', 'alone')).state, 'succeeded');
+  assert.equal((await node('b', 'alone')).state, 'succeeded');
+  const [z] = await claim(db.pool, 'alone', ['z']);
+  assert.ok(z);
+  assert.deepEqual(await jobCompleteAlone(db.pool, 'test', [{ id: z.id, attempt: 1 }]), [z.id]);
+  assert.equal((await workflows.status('alone'))?.state, 'succeeded');
+});
+
+test('a success written alone that would release a signal node keeps nothing; in a transaction it does', async () => {
+  await workflows.submit({
+    id: 'gate',
+    nodes: [
+      { id: 'a', kind: 'k' },
+      { id: 'b', kind: 'k' },
+      { id: 'wait', type: 'signal', signal: 'go', dependsOn: ['a'] },
+      { id: 'c', kind: 'k', dependsOn: ['b'] },
+    ],
+  });
+  const roots = await claim(db.pool, 'gate', ['a', 'b']);
+  const batch = roots.map((j) => ({ id: j.id, attempt: 1 }));
+  await assert.rejects(jobCompleteAlone(db.pool, 'test', batch), (e: unknown) => needsTransaction(e));
+  // Nothing of the statement was kept: the jobs still run, their nodes are queued, the children wait.
+  const { rows } = await db.pool.query<{ state: string }>(
+    'SELECT state FROM jobs WHERE id = ANY($1) ORDER BY id',
+    [roots.map((j) => j.id)],
+  );
+  assert.deepEqual(
+    rows.map((r) => r.state),
+    ['running', 'running'],
+  );
+  assert.deepEqual(await node('a', 'gate'), { state: 'queued', pending: 0, jobs: 1 });
+  assert.deepEqual(await node('wait', 'gate'), { state: 'pending', pending: 1, jobs: 0 });
+  assert.deepEqual(await node('c', 'gate'), { state: 'pending', pending: 1, jobs: 0 });
+  const written = await withTransaction(db.pool, (tx) => jobCompleteMany(tx, 'test', batch));
+  assert.equal(written.length, 2);
+  assert.equal((await node('wait', 'gate')).state, 'waiting');
+  assert.deepEqual(await node('c', 'gate'), { state: 'queued', pending: 0, jobs: 1 });
 });
