@@ -3,6 +3,8 @@
  * its own statement with its partial index's predicate (the open ones, dead and cancelled: 0003,
  * 0016, 0021), and every count stops after reading `cap` rows: succeeded jobs are most of the table,
  * and "10,000+" tells an operator as much as the exact figure would, without reading millions of rows.
+ * Dead and cancelled jobs are a month of history, so without a tenant or a search their counts per
+ * queue are read from job_ended_counts (0036) instead.
  */
 import type { JobState } from './jobs.ts';
 import { idWindowBounds, jobSliceWindows } from './job-slices.ts';
@@ -76,13 +78,13 @@ export async function jobCountByState(db: Queryable, f: JobCountFilter): Promise
   const windowed = `id >= $${values.length + 1}::bigint AND id < $${values.length + 2}::bigint`;
   const counts = await Promise.all(
     states.map(async (state) => {
-      if (state === 'dead' && f.tenantId === undefined && !search) {
-        // The dead letter per queue is kept as a count (job_dead_counts, 0027).
+      if ((state === 'dead' || state === 'cancelled') && f.tenantId === undefined && !search) {
+        // Kept per queue and state (job_ended_counts, 0036); the counts have no tenant.
         const { rows } = await db.query<{ n: number }>({
-          name: 'jobCountByState:dead:kept',
-          text: `SELECT least(coalesce(sum(n), 0), $2)::int AS n FROM job_dead_counts
-                  WHERE n > 0 AND ($1::text IS NULL OR queue = $1)`,
-          values: [f.queue ?? null, f.cap],
+          name: 'jobCountByState:ended:kept',
+          text: `SELECT least(coalesce(sum(n), 0), $3)::int AS n FROM job_ended_counts
+                  WHERE state = $1 AND n > 0 AND ($2::text IS NULL OR queue = $2)`,
+          values: [state, f.queue ?? null, f.cap],
         });
         const n = rows[0]?.n ?? 0;
         return [state, { n, read: n }] as const;

@@ -19,6 +19,7 @@
 import pg from 'pg';
 import { arrayLiteral } from './array-literal.ts';
 import { ownedAttemptSql } from './attempt-sql.ts';
+import { jobEndedCountsAdd, jobEndedCountsAddRows } from './job-ended-counts.ts';
 import { withTransaction, type Queryable } from './pool.ts';
 import {
   workflowJobsFailed,
@@ -325,20 +326,6 @@ export async function jobClaimLimitsGet(db: Queryable, queues: readonly string[]
   };
 }
 
-/**
- * A data-modifying CTE (it runs whether or not anything reads it) that adds `sign` × the rows of
- * `rows` matching `where` to their queues' dead-letter counts (job_dead_counts, migration 0027).
- * Every statement that moves a job into or out of `dead` includes it; deletes and inserts are
- * counted by the table's triggers. Queue order, so two writers never deadlock on the count rows.
- */
-function deadCountAdd(rows: string, where: string, sign: 1 | -1): string {
-  return `dead_count AS (
-        INSERT INTO job_dead_counts AS c (queue, n)
-        SELECT queue, ${sign === 1 ? '' : '-'}count(*) FROM ${rows} WHERE ${where} GROUP BY queue ORDER BY queue
-        ON CONFLICT (queue) DO UPDATE SET n = c.n + EXCLUDED.n
-      )`;
-}
-
 // ---------------------------------------------------------------------------------------------
 // Finish: success, failure, release. Each writes only rows still running under (owner, attempt).
 
@@ -472,7 +459,7 @@ export async function jobFailMany(
 ): Promise<JobFailed[]> {
   if (failures.length === 0) return [];
   const batch = sortedById(failures);
-  const result = await db.query<JobFailed>({
+  const result = await db.query<JobFailed & { queue: string }>({
     name: 'tidemark_job_fail_many',
     text: `WITH mine AS (
         SELECT j.id, width_bucket(j.id, $1::bigint[]) AS i FROM jobs j
@@ -501,9 +488,8 @@ export async function jobFailMany(
       history AS (
         INSERT INTO job_attempts (job_id, attempt, worker, started_at, finished_at, outcome, error)
         SELECT id, attempt, $6, started_at, now(), outcome, error FROM done
-      ),
-      ${deadCountAdd('done', "state = 'dead'", 1)}
-      SELECT id, state, run_at AS "runAt" FROM done`,
+      )
+      SELECT id, queue, state, run_at AS "runAt" FROM done`,
     values: [
       arrayLiteral(batch.map((f) => f.id)),
       arrayLiteral(batch.map((f) => f.attempt)),
@@ -517,7 +503,8 @@ export async function jobFailMany(
   // Workflow nodes whose job will not run again fail under their workflow's policy, in this same
   // transaction: the caller must pass one (not the pool) for the two to commit together.
   await workflowJobsFailed(db, finalIds(result.rows));
-  return result.rows;
+  await jobEndedCountsAddRows(db, result.rows);
+  return result.rows.map(({ id, state, runAt }) => ({ id, state, runAt }));
 }
 
 /**
@@ -684,12 +671,12 @@ export async function jobReapExpired(db: Queryable, limit: number): Promise<JobR
       history AS (
         INSERT INTO job_attempts (job_id, attempt, worker, started_at, finished_at, outcome, error)
         SELECT id, attempt, owner, started_at, now(), 'lease_lost', last_error FROM done
-      ),
-      ${deadCountAdd('done', "state = 'dead'", 1)}
+      )
       SELECT id, queue, state, owner FROM done`,
     [limit],
   );
   await workflowJobsFailed(db, finalIds(result.rows));
+  await jobEndedCountsAddRows(db, result.rows);
   return result.rows;
 }
 
@@ -809,6 +796,8 @@ async function jobCancelTx(db: Queryable, id: number): Promise<JobCancelResult |
        FROM target t WHERE j.id = t.id
        RETURNING j.*, t.state AS previous
      ),
+     -- Only a job this cancel moved: one already cancelled, or dead, was counted before.
+     ${jobEndedCountsAdd('done', 1, 'state <> previous')},
      wake AS (SELECT pg_notify('tidemark_cancel', id::text) FROM done WHERE previous = 'running')
      SELECT ${JOB_COLUMNS}, previous FROM done WHERE (SELECT count(*) FROM wake) >= 0`,
     [id],
@@ -843,7 +832,7 @@ async function jobRetryManyTx(
   await workflowJobsLock(db, [...ids]);
   const result = await db.query<{ id: number }>(
     `WITH target AS (
-        -- Locked first, so the state each had before is known: a dead one leaves the dead letter.
+        -- Locked first, so the state each had before is known: a dead or cancelled one leaves its count.
         SELECT id, queue, state FROM jobs WHERE id = ANY ($1::bigint[]) AND state IN ('dead', 'cancelled', 'failed')
         FOR UPDATE
       ),
@@ -853,7 +842,7 @@ async function jobRetryManyTx(
         WHERE id = ANY (ARRAY(SELECT id FROM target)) AND state IN ('dead', 'cancelled', 'failed')
         RETURNING id, queue
       ),
-      ${deadCountAdd('target', "state = 'dead' AND id IN (SELECT id FROM done)", -1)},
+      ${jobEndedCountsAdd('target', -1, 'id IN (SELECT id FROM done)')},
       wake AS (SELECT pg_notify('tidemark_jobs', queue) FROM (SELECT DISTINCT queue FROM done) d)
       SELECT id FROM done WHERE (SELECT count(*) FROM wake) >= 0`,
     [ids, extraAttempts],

@@ -10,6 +10,7 @@
  * layer's enqueue (src/store/jobs.ts, issue 5); the two are to be unified into one statement there.
  */
 import { arrayElement, arrayLiteral } from './array-literal.ts';
+import { jobEndedCountsAdd } from './job-ended-counts.ts';
 import type { Queryable } from './pool.ts';
 
 export type OccurrenceState = 'enqueued' | 'skipped' | 'missed';
@@ -223,8 +224,8 @@ export async function occurrenceMaterialise(
                                                  ON i.schedule_id = o.schedule_id AND i.fire_at = o.fire_at
                                                 WHERE i.cancel_previous))
                 AND j.state IN ('scheduled', 'available', 'running', 'failed')
-             RETURNING j.id
-           ), advance AS (
+             RETURNING j.id, j.queue, j.state
+           ), ${jobEndedCountsAdd('cancelled', 1)}, advance AS (
              UPDATE schedules s
                 SET next_fire_at = a.next_fire_at,
                     last_fire_at = GREATEST(s.last_fire_at, a.last_fire_at)

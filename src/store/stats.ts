@@ -17,7 +17,7 @@ export async function jobCountOpenByQueueState(db: Queryable): Promise<JobCountR
     name: 'jobCountOpenByQueueState',
     // One branch per open state, each the predicate of that state's partial index (0003, 0016), so a
     // scrape reads only the open jobs, never the finished history beside them. The dead letter is
-    // history too (kept 30 days): its size per queue is kept as a count (job_dead_counts, 0027).
+    // history too (kept 30 days): its size per queue is kept as a count (job_ended_counts, 0036).
     text: `SELECT queue, 'available' AS state, count(*)::int AS n FROM jobs WHERE state = 'available' GROUP BY queue
            UNION ALL
            SELECT queue, 'scheduled', count(*)::int FROM jobs WHERE state = 'scheduled' GROUP BY queue
@@ -25,7 +25,7 @@ export async function jobCountOpenByQueueState(db: Queryable): Promise<JobCountR
            SELECT queue, 'running', count(*)::int FROM jobs
             WHERE state = 'running' AND lease_expires_at IS NOT NULL GROUP BY queue
            UNION ALL
-           SELECT queue, 'dead', n::int FROM job_dead_counts WHERE n > 0`,
+           SELECT queue, 'dead', n::int FROM job_ended_counts WHERE state = 'dead' AND n > 0`,
   });
   return rows;
 }

@@ -9,6 +9,7 @@ import { ownedAttemptSql } from './attempt-sql.ts';
 import { COPY_CHUNK_ROWS, COPY_NULL, copyIn, copyInt, copyJson, copyText } from './copy-text.ts';
 import type { PoolClient, Queryable } from './pool.ts';
 import { workflowJobKeySql } from './job-key.ts';
+import { jobEndedCountsAdd } from './job-ended-counts.ts';
 import type { JobClaimed, ReleaseTake } from './jobs.ts';
 import {
   OWNING_WORKFLOWS,
@@ -618,8 +619,8 @@ export async function workflowNodeCancelUnstarted(q: Queryable, workflowId: stri
        UPDATE jobs SET state = 'cancelled', finished_at = now()
        WHERE id IN (SELECT job_id FROM workflow_nodes WHERE workflow_id = $1 AND state = 'queued')
          AND state IN ('available', 'scheduled', 'failed')
-       RETURNING id
-     ), u AS (
+       RETURNING id, queue, state
+     ), ${jobEndedCountsAdd('j', 1)}, u AS (
        UPDATE workflow_nodes SET state = 'cancelled', finished_at = now(), waiting_until = NULL
        WHERE workflow_id = $1
          AND (state IN ('pending', 'waiting') OR (state = 'queued' AND job_id IN (SELECT id FROM j)))

@@ -47,6 +47,10 @@ test('counts per state, then cancel a selection and retry everything matching a 
   const cancelled = await ok<Bulk>('POST', '/v1/jobs/bulk', { action: 'cancel', ids: [a, b, 999_999] });
   assert.deepEqual(cancelled, { done: [a, b], notDone: [999_999], next: null });
   assert.deepEqual(await states(ids), ['cancelled', 'cancelled', 'available', 'available', 'available']);
+  const cancelledCount = async (): Promise<number> =>
+    (await ok<{ counts: Record<string, number> }>('GET', '/v1/job-counts?queue=bulk')).counts.cancelled ?? -1;
+  // Kept as a count (job_ended_counts), which each cancel and re-run changes with its job.
+  assert.equal(await cancelledCount(), 2);
 
   // Retry all cancelled jobs in the queue, two per request, following the cursor.
   const retried: number[] = [];
@@ -64,6 +68,7 @@ test('counts per state, then cancel a selection and retry everything matching a 
   }
   assert.deepEqual(retried.sort(), [a, b].sort());
   assert.deepEqual(await states(ids), ['available', 'available', 'available', 'available', 'available']);
+  assert.equal(await cancelledCount(), 0);
 
   // Discard touches dead jobs only.
   const discard = await ok<Bulk>('POST', '/v1/jobs/bulk', { action: 'discard', ids: [a] });
