@@ -359,41 +359,24 @@ const ownedAttempt = (owner: string): string => ownedAttemptSql('$1', '$2', owne
  * successful attempt: lease_owner keeps the worker, started_at and finished_at its span
  * (job_attempt_history, migration 0019). Returns the ids written; an id missing from the result was
  * no longer owned (lease lost, reaped, or already finished).
+ *
+ * `alone`: as one statement outside a transaction (workflowJobsSucceededAlone), given the pool; a
+ * batch whose release takes a transaction then fails with nothing kept (needsTransaction).
  */
 export async function jobCompleteMany(
   db: Queryable,
   owner: string,
   refs: readonly AttemptRef[],
   take?: ReleaseTake,
+  options: { alone?: boolean } = {},
 ): Promise<number[]> {
   if (refs.length === 0) return [];
   const batch = sortedById(refs);
-  return workflowJobsSucceeded(
-    db,
-    batch.map((r) => r.id),
-    take,
-    { owner, attempts: batch.map((r) => r.attempt) },
-  );
-}
-
-/**
- * As jobCompleteMany, as one statement outside a transaction (workflowJobsSucceededAlone): a batch
- * whose release takes a transaction fails with nothing kept (needsTransaction), for jobCompleteMany.
- */
-export async function jobCompleteAlone(
-  db: Queryable,
-  owner: string,
-  refs: readonly AttemptRef[],
-  take?: ReleaseTake,
-): Promise<number[]> {
-  if (refs.length === 0) return [];
-  const batch = sortedById(refs);
-  return workflowJobsSucceededAlone(
-    db,
-    batch.map((r) => r.id),
-    take,
-    { owner, attempts: batch.map((r) => r.attempt) },
-  );
+  const ids = batch.map((r) => r.id);
+  const finish = { owner, attempts: batch.map((r) => r.attempt) };
+  return options.alone === true
+    ? workflowJobsSucceededAlone(db, ids, take, finish)
+    : workflowJobsSucceeded(db, ids, take, finish);
 }
 
 /**

@@ -10,7 +10,6 @@
  */
 import type { Logger } from '../log.ts';
 import {
-  jobCompleteAlone,
   jobCompleteMany,
   jobCompleteOutsideWorkflows,
   jobFailMany,
@@ -188,7 +187,7 @@ export class Completer {
     for (;;) {
       const take = this.#taking?.reserve(batch.length) ?? undefined;
       try {
-        if (alone) await jobCompleteAlone(this.#pool, this.#owner, batch, take);
+        if (alone) await jobCompleteMany(this.#pool, this.#owner, batch, take, { alone });
         else
           await withTransaction(this.#pool, (tx) => jobCompleteMany(tx, this.#owner, batch, take), {
             byIndex: true,

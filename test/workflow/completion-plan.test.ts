@@ -9,7 +9,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { jobCompleteAlone, jobCompleteMany } from '../../src/store/jobs.ts';
+import { jobCompleteMany } from '../../src/store/jobs.ts';
 import { withTransaction, type PoolClient } from '../../src/store/pool.ts';
 import { workflowNodeJobsSucceed } from '../../src/store/workflow-nodes.ts';
 import { workflowLockByJobs } from '../../src/store/workflows.ts';
@@ -114,7 +114,7 @@ test('a completion transaction reads its jobs by primary key where the statistic
         const before = await counts();
         // Alone, the statement runs outside a transaction, without byIndex: here in one, to read
         // its counts.
-        const written = await (alone ? jobCompleteAlone : jobCompleteMany)(tx, 'w1', batch);
+        const written = await jobCompleteMany(tx, 'w1', batch, undefined, { alone });
         const after = await counts();
         return {
           written: written.length,

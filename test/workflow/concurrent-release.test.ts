@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { jobCompleteAlone, jobCompleteMany } from '../../src/store/jobs.ts';
+import { jobCompleteMany } from '../../src/store/jobs.ts';
 import { withTransaction, type PoolClient } from '../../src/store/pool.ts';
 import { needsTransaction, workflowJobsSucceeded } from '../../src/store/workflow-release.ts';
 import { WorkflowClient } from '../../src/workflow/workflow-client.ts';
@@ -144,7 +144,9 @@ test('successes written alone run side by side; a child they share is released o
   try {
     await holder.query('BEGIN');
     await holder.query(`SELECT 1 FROM workflow_nodes WHERE workflow_id = 'alone' AND key = 'z' FOR UPDATE`);
-    const writes = [a, b].map((j) => jobCompleteAlone(db.pool, 'test', [{ id: j.id, attempt: 1 }]));
+    const writes = [a, b].map((j) =>
+      jobCompleteMany(db.pool, 'test', [{ id: j.id, attempt: 1 }], undefined, { alone: true }),
+    );
     // Both wait at the child at once: neither waits for the other's commit on the workflow row.
     await waitUntil(
       'both successes to wait at the shared child',
@@ -171,7 +173,10 @@ test('successes written alone run side by side; a child they share is released o
   assert.equal((await node('b', 'alone')).state, 'succeeded');
   const [z] = await claim(db.pool, 'alone', ['z']);
   assert.ok(z);
-  assert.deepEqual(await jobCompleteAlone(db.pool, 'test', [{ id: z.id, attempt: 1 }]), [z.id]);
+  assert.deepEqual(
+    await jobCompleteMany(db.pool, 'test', [{ id: z.id, attempt: 1 }], undefined, { alone: true }),
+    [z.id],
+  );
   assert.equal((await workflows.status('alone'))?.state, 'succeeded');
 });
 
@@ -187,7 +192,9 @@ test('a success written alone that would release a signal node keeps nothing; in
   });
   const roots = await claim(db.pool, 'gate', ['a', 'b']);
   const batch = roots.map((j) => ({ id: j.id, attempt: 1 }));
-  await assert.rejects(jobCompleteAlone(db.pool, 'test', batch), (e: unknown) => needsTransaction(e));
+  await assert.rejects(jobCompleteMany(db.pool, 'test', batch, undefined, { alone: true }), (e: unknown) =>
+    needsTransaction(e),
+  );
   // Nothing of the statement was kept: the jobs still run, their nodes are queued, the children wait.
   const { rows } = await db.pool.query<{ state: string }>(
     'SELECT state FROM jobs WHERE id = ANY($1) ORDER BY id',
