@@ -362,20 +362,21 @@ const ownedAttempt = (owner: string): string => ownedAttemptSql('$1', '$2', owne
  *
  * `alone`: as one statement outside a transaction (workflowJobsSucceededAlone), given the pool; a
  * batch whose release takes a transaction then fails with nothing kept (needsTransaction).
+ * `workflows`, alone: the workflows the jobs' keys name, locked without looking them up.
  */
 export async function jobCompleteMany(
   db: Queryable,
   owner: string,
   refs: readonly AttemptRef[],
   take?: ReleaseTake,
-  options: { alone?: boolean } = {},
+  options: { alone?: boolean; workflows?: string[] } = {},
 ): Promise<number[]> {
   if (refs.length === 0) return [];
   const batch = sortedById(refs);
   const ids = batch.map((r) => r.id);
   const finish = { owner, attempts: batch.map((r) => r.attempt) };
   return options.alone === true
-    ? workflowJobsSucceededAlone(db, ids, take, finish)
+    ? workflowJobsSucceededAlone(db, ids, take, finish, options.workflows)
     : workflowJobsSucceeded(db, ids, take, finish);
 }
 

@@ -4,7 +4,7 @@
  * (`= ANY($1)` on an index), never one node per statement: a completion batch of 1,000 jobs costs the
  * same handful of statements as a batch of one.
  */
-import { arrayLiteral } from './array-literal.ts';
+import { arrayElement, arrayLiteral } from './array-literal.ts';
 import { ownedAttemptSql } from './attempt-sql.ts';
 import { COPY_CHUNK_ROWS, COPY_NULL, copyIn, copyInt, copyJson, copyText } from './copy-text.ts';
 import type { PoolClient, Queryable } from './pool.ts';
@@ -384,16 +384,24 @@ export interface JobsFinish {
  * Without `alone` it locks them FOR UPDATE, as every other transition does, so it runs by itself and
  * the caller's further statements (propagate) meet no other writer of the nodes.
  *
+ * `workflows` (alone): the workflows that own the jobs, as the jobs' keys name them, locked without
+ * looking them up through the nodes (~5 % of the statement). Should a job of the batch not be a
+ * queued node of one of them (a key that named another workflow; a node already finished), the
+ * statement fails as above and keeps nothing.
+ *
  * Four round trips of the completion's transaction fewer than a statement each. $1 the job ids,
- * $2-$4 the take (releaseCtes; $2 is also the owner), then the attempts with `finish`, then `alone`.
+ * $2-$4 the take (releaseCtes; $2 is also the owner), then the attempts with `finish`, then `alone`,
+ * then `workflows`.
  */
 export async function workflowNodeJobsSucceed(
   q: Queryable,
   jobIds: number[],
   take?: ReleaseTake,
   finish?: JobsFinish,
-  alone = false,
+  how: { alone?: boolean; workflows?: string[] } = {},
 ): Promise<{ written: number[]; locked: WorkflowLockRow[]; ready: NodeRef[] }> {
+  const alone = how.alone === true;
+  const named = alone && how.workflows !== undefined;
   const done =
     finish === undefined
       ? `SELECT unnest($1::bigint[]) AS id`
@@ -407,16 +415,21 @@ export async function workflowNodeJobsSucceed(
     params.push(arrayLiteral(finish.attempts));
   }
   params.push(alone);
+  const aloneParam = `$${params.length}::boolean`;
+  if (named) params.push(arrayLiteral((how.workflows ?? []).map(arrayElement)));
+  const owning = named
+    ? `w.id = ANY ($${params.length}::text[]) AND w.pruned_at IS NULL`
+    : OWNING_WORKFLOWS('job_id', 'ARRAY(SELECT id FROM done)');
   const running = `ARRAY(SELECT id FROM lk WHERE state = 'running')`;
   const { rows } = await q.query<ReleaseRow>({
     // Named, so each connection plans it once: planning it on every run cost ~18 % of the
     // database's CPU over a 20,000-node workflow.
-    name: `workflowNodeJobsSucceed:${finish === undefined ? 'marked' : 'finish'}:${alone ? 'alone' : 'tx'}`,
+    name: `workflowNodeJobsSucceed:${finish === undefined ? 'marked' : 'finish'}:${alone ? 'alone' : 'tx'}${named ? ':named' : ''}`,
     text: `WITH done AS MATERIALIZED (
        ${done}
      ), lk AS MATERIALIZED (
        SELECT w.id, w.state, w.failure_policy FROM workflows w
-       WHERE ${OWNING_WORKFLOWS('job_id', 'ARRAY(SELECT id FROM done)')}
+       WHERE ${owning}
        ORDER BY w.id
        FOR ${alone ? 'KEY SHARE' : 'UPDATE'} OF w
      ), p AS (
@@ -444,8 +457,18 @@ export async function workflowNodeJobsSucceed(
      -- Never a row: alone, a signal node released in a running workflow fails the statement.
      SELECT 'ready', id, workflow_id, type, NULL, NULL, NULL FROM u
       WHERE NOT go AND pending_deps = 0 AND state = 'pending'
-        AND CASE WHEN $${params.length}::boolean AND type = 'signal' AND workflow_id = ANY(${running})
-                 THEN tidemark_release_needs_transaction(id) ELSE false END
+        AND CASE WHEN ${aloneParam} AND type = 'signal' AND workflow_id = ANY(${running})
+                 THEN tidemark_release_needs_transaction(id) ELSE false END${
+                   named
+                     ? `
+     UNION ALL
+     -- Never a row: a job of the batch that is no named workflow's queued node fails it too, to be
+     -- written the longer way (a node whose key named another workflow would be left queued).
+     SELECT 'ready', NULL, NULL, NULL, NULL, NULL, NULL
+      WHERE CASE WHEN (SELECT count(*) FROM p) < (SELECT count(*) FROM done)
+                 THEN tidemark_release_needs_transaction(NULL) ELSE false END`
+                     : ''
+                 }
      ORDER BY id`,
     values: params,
   });

@@ -205,16 +205,18 @@ export function needsTransaction(error: unknown): boolean {
  * their nodes' and the release commit as it ends. The only release that takes more statements, a
  * signal node's in a running workflow, fails it with nothing kept (needsTransaction): the caller
  * writes the batch again in a transaction. Children of workflows not running wait for a resume, as
- * propagate leaves them. Returns the jobs whose success is recorded.
+ * propagate leaves them. `workflows`: the workflows owning the jobs, as their keys name them
+ * (workflowNodeJobsSucceed). Returns the jobs whose success is recorded.
  */
 export async function workflowJobsSucceededAlone(
   db: Queryable,
   jobIds: number[],
   take: ReleaseTake | undefined,
   finish: JobsFinish,
+  workflows?: string[],
 ): Promise<number[]> {
   if (jobIds.length === 0) return [];
-  return (await workflowNodeJobsSucceed(db, jobIds, take, finish, true)).written;
+  return (await workflowNodeJobsSucceed(db, jobIds, take, finish, { alone: true, workflows })).written;
 }
 
 /** In the transaction that gives up on these jobs (retries exhausted): their nodes fail. */

@@ -37,10 +37,16 @@ const LANE_DEPTH = 2;
 /** The smallest part a lane's queue is split into to fill its free statements. */
 const MIN_PART = 64;
 
+/** A node's success, with the workflow its job's key names (undefined: not known). */
+interface NodeSuccess {
+  ref: AttemptRef;
+  workflowId: string | undefined;
+}
+
 /** One lane's successes waiting, and the batches it is writing. */
 interface NodeLane {
-  queued: AttemptRef[];
-  writing: AttemptRef[][];
+  queued: NodeSuccess[];
+  writing: NodeSuccess[][];
 }
 
 /** A lane by the workflow id (FNV-1a): stable for the process's life, spread across ids. */
@@ -106,7 +112,7 @@ export class Completer {
   /** `workflowId`: the workflow the job may be a node of (workflowJobKeyWorkflowId). */
   succeed(ref: AttemptRef, workflowId: string | undefined): void {
     if (workflowId !== undefined) {
-      this.#nodeSucceed(ref, laneOf(workflowId));
+      this.#nodeSucceed({ ref, workflowId }, laneOf(workflowId));
     } else {
       this.#successes.push(ref);
       this.#kick();
@@ -147,8 +153,8 @@ export class Completer {
     if (!this.#writing && this.pending === 0) for (const done of this.#idle.splice(0)) done();
   }
 
-  #nodeSucceed(ref: AttemptRef, lane: number): void {
-    this.#nodeLanes[lane]?.queued.push(ref);
+  #nodeSucceed(success: NodeSuccess, lane: number): void {
+    this.#nodeLanes[lane]?.queued.push(success);
     this.#kickNodeLanes();
   }
 
@@ -181,15 +187,18 @@ export class Completer {
    * first as one statement, then, when its release takes more or that statement failed, in a
    * transaction.
    */
-  async #writeNodes(lane: NodeLane, batch: AttemptRef[]): Promise<void> {
+  async #writeNodes(lane: NodeLane, batch: NodeSuccess[]): Promise<void> {
+    const refs = batch.map((s) => s.ref);
+    const named = batch.every((s) => s.workflowId !== undefined);
+    const workflows = named ? [...new Set(batch.map((s) => s.workflowId as string))] : undefined;
     let delayMs = 50;
     let alone = true;
     for (;;) {
       const take = this.#taking?.reserve(batch.length) ?? undefined;
       try {
-        if (alone) await jobCompleteMany(this.#pool, this.#owner, batch, take, { alone });
+        if (alone) await jobCompleteMany(this.#pool, this.#owner, refs, take, { alone, workflows });
         else
-          await withTransaction(this.#pool, (tx) => jobCompleteMany(tx, this.#owner, batch, take), {
+          await withTransaction(this.#pool, (tx) => jobCompleteMany(tx, this.#owner, refs, take), {
             byIndex: true,
           });
         if (take !== undefined) this.#taking?.settle(take, true);
@@ -235,7 +244,7 @@ export class Completer {
     const left: Unwritten = {
       succeeded: [
         ...this.#successes,
-        ...this.#nodeLanes.flatMap((lane) => [...lane.queued, ...lane.writing.flat()]),
+        ...this.#nodeLanes.flatMap((lane) => [...lane.queued, ...lane.writing.flat()].map((s) => s.ref)),
       ],
       failed: [...this.#failures],
       released: [...this.#releases],
@@ -278,7 +287,7 @@ export class Completer {
       this.#successes.splice(0, batch.length);
       // Left running: a workflow node's job after all (its key told wrong), or one no longer owned,
       // which the longer way finds no longer owned too and leaves alone.
-      for (const ref of batch) if (!written.has(ref.id)) this.#nodeSucceed(ref, 0);
+      for (const ref of batch) if (!written.has(ref.id)) this.#nodeSucceed({ ref, workflowId: undefined }, 0);
     }
     if (this.#failures.length > 0) {
       const batch = this.#failures.slice(0, this.#batch);

@@ -50,11 +50,13 @@ test('completing workflow nodes finds them by job, not by scanning a workflow or
   const children = await claim(db.pool, 'plan-a');
   assert.equal(children.length, 2000);
   // Planned for its parameters, and as the plan a connection keeps for the named statement.
-  for (const [mode, alone] of [
+  for (const [mode, how] of [
     ['auto', false],
     ['force_generic_plan', false],
     ['auto', true],
     ['force_generic_plan', true],
+    ['auto', 'named'],
+    ['force_generic_plan', 'named'],
   ] as const) {
     const jobIds = children.slice(0, 500).map((j) => j.id);
     const tx = await db.pool.connect();
@@ -67,14 +69,17 @@ test('completing workflow nodes finds them by job, not by scanning a workflow or
         locked.map((w) => w.id),
         ['plan-a'],
       );
-      const succeeded = await workflowNodeJobsSucceed(tx, jobIds, undefined, undefined, alone);
+      const succeeded = await workflowNodeJobsSucceed(tx, jobIds, undefined, undefined, {
+        alone: how !== false,
+        workflows: how === 'named' ? ['plan-a'] : undefined,
+      });
       assert.deepEqual(
         succeeded.locked.map((w) => w.id),
         ['plan-a'],
       );
       const after = await indexScans(tx);
       const used = Object.keys(after).filter((name) => (after[name] ?? 0) > (before[name] ?? 0));
-      assert.deepEqual(used.sort(), ['workflow_nodes_job_idx'], `${mode}, alone ${alone}`);
+      assert.deepEqual(used.sort(), ['workflow_nodes_job_idx'], `${mode}, alone ${how}`);
       const { rows } = await tx.query<{ n: number }>(
         `SELECT count(*)::int AS n FROM workflow_nodes WHERE workflow_id = 'plan-a' AND state = 'succeeded'`,
       );

@@ -212,3 +212,29 @@ test('a success written alone that would release a signal node keeps nothing; in
   assert.equal((await node('wait', 'gate')).state, 'waiting');
   assert.deepEqual(await node('c', 'gate'), { state: 'queued', pending: 0, jobs: 1 });
 });
+
+test('a success written alone locks the workflows its keys name; a job no named workflow owns keeps it from landing', async () => {
+  await workflows.submit({
+    id: 'named',
+    nodes: [
+      { id: 'a', kind: 'k' },
+      { id: 'b', kind: 'k', dependsOn: ['a'] },
+    ],
+  });
+  const [a] = await claim(db.pool, 'named', ['a']);
+  assert.ok(a);
+  const ref = [{ id: a.id, attempt: 1 }];
+  // Named wrong: the node would be left queued, so nothing is kept.
+  await assert.rejects(
+    jobCompleteMany(db.pool, 'test', ref, undefined, { alone: true, workflows: ['side'] }),
+    (e: unknown) => needsTransaction(e),
+  );
+  assert.deepEqual(await node('a', 'named'), { state: 'queued', pending: 0, jobs: 1 });
+  assert.deepEqual(await node('b', 'named'), { state: 'pending', pending: 1, jobs: 0 });
+  assert.deepEqual(
+    await jobCompleteMany(db.pool, 'test', ref, undefined, { alone: true, workflows: ['named'] }),
+    [a.id],
+  );
+  assert.equal((await node('a', 'named')).state, 'succeeded');
+  assert.deepEqual(await node('b', 'named'), { state: 'queued', pending: 0, jobs: 1 });
+});
