@@ -1,9 +1,10 @@
 /**
  * The kept sizes of jobs_ended's two states per queue: job_ended_counts (migration 0036), read by
  * the jobs page's counts and the overview instead of counting a month of dead and cancelled history.
- * A count is exact at every commit because every statement that moves jobs into or out of `dead` or
- * `cancelled` changes it in the same statement (this CTE), the jobs table's triggers count the rows
- * deleted or inserted in either state, and a truncate empties it. Claims and successes never touch it.
+ * A count is exact at every commit because every transaction that moves jobs into or out of `dead`
+ * or `cancelled` changes it too (in the same statement, jobEndedCountsAdd, or after its workflow
+ * part, jobEndedCountsAddRows), the jobs table's triggers count the rows deleted or inserted in
+ * either state, and a truncate empties it. Claims and successes never touch it.
  *
  * A module of its own, not jobs.ts: workflow-nodes.ts cancels jobs too, and jobs.ts imports the
  * workflow release, which imports workflow-nodes.ts.
