@@ -19,13 +19,15 @@
  *   rate, at its default pacing: its clock for retention (WeekClock) starts where the oldest row
  *   comes due and runs 35 times as fast as real time while the role runs, so rows come due at 500
  *   jobs a second, with their occurrences (kept 7 days here, not 30, since the history holds 8) and
- *   attempts. Succeeded jobs wait for their slice, which goes whole every 5.6 hours of that clock;
- *   the measurements do not run that long, so the week prunes occurrences and attempts row by row,
- *   and dropping slices is measured by the next column;
+ *   attempts. Succeeded jobs wait for their slice, which goes whole every 5.6 hours of that clock,
+ *   and occurrences for theirs, a day of fire time; the measurements do not run that long, so the
+ *   week prunes the dead and cancelled jobs and attempts row by row, and dropping slices is
+ *   measured by the next column;
  * - pruning: the same database while the role catches up a backlog at its default retention and
- *   pacing (the oldest day, ~4 slices dropped whole, then a pass whenever one is due), as after
- *   downtime or a retention change. It deletes the rows the week's clock would reach later, so its
- *   trials run after all the others.
+ *   pacing, occurrences kept 7 days as in the week (the oldest day: ~4 slices of jobs and one of the
+ *   ledger dropped whole, then a pass whenever one is due), as after downtime or a retention
+ *   change. It deletes the rows the week's clock would reach later, so its trials run after all the
+ *   others.
  *
  * Measured alternately trial by trial, the order rotating: drain 50,000 no-op jobs with one worker
  * (concurrency 2,000); enqueue → handler start latency, 1,000 jobs at 200/s, p50 and p99; a
@@ -60,6 +62,7 @@ import {
 import { jobCountByState } from '../src/store/job-counts.ts';
 import { JOB_SLICE_IDS, jobSliceAttach } from '../src/store/job-slices.ts';
 import { jobSearch } from '../src/store/job-search.ts';
+import { occurrenceSliceAttach, occurrenceSliceList } from '../src/store/occurrence-slices.ts';
 import { occurrenceListBySchedule } from '../src/store/occurrences.ts';
 import { historyOldestRows, jobCountOpenByQueueState, scheduleLagSeconds } from '../src/store/stats.ts';
 import { withTransaction, type Queryable } from '../src/store/pool.ts';
@@ -157,6 +160,28 @@ export async function loadHistory(
   return { seconds, bytes, split };
 }
 
+/**
+ * Replaces the occurrence ledger's slices of a new database with one per UTC day from the day of
+ * `from` to two days after `to`, as a role running through the history would have attached them.
+ */
+async function sliceLedger(db: BenchDatabase, from: Date, to: Date): Promise<void> {
+  await withTransaction(db.pool, async (tx) => {
+    for (const s of await occurrenceSliceList(tx)) {
+      await tx.query(`ALTER TABLE occurrences DETACH PARTITION "${s.name}"`);
+      await tx.query(`DROP TABLE "${s.name}"`);
+    }
+    const first = Math.floor(from.getTime() / DAY_MS);
+    for (let d = first; d <= Math.floor(to.getTime() / DAY_MS) + 2; d++) {
+      const start = new Date(d * DAY_MS);
+      await occurrenceSliceAttach(tx, {
+        name: `occurrences_${start.toISOString().slice(0, 10).replace(/-/g, '')}t000000`,
+        from: d === first ? null : start,
+        to: new Date((d + 1) * DAY_MS),
+      });
+    }
+  });
+}
+
 /** Replaces the empty first slice of a new database with slices of SLICE_IDS ids past `n`. */
 async function sliceHistory(db: BenchDatabase, n: number): Promise<void> {
   await withTransaction(db.pool, async (tx) => {
@@ -208,7 +233,10 @@ async function prepare(kind: 'base' | 'history'): Promise<Db> {
       [SCHEDULES],
     );
     await sliceHistory(db, n);
-    loaded = await loadHistory(db, n, (DAYS * DAY_MS * n) / N, new Date());
+    const newest = new Date();
+    const spanMs = (DAYS * DAY_MS * n) / N;
+    await sliceLedger(db, new Date(newest.getTime() - spanMs), newest);
+    loaded = await loadHistory(db, n, spanMs, newest);
     await db.pool.query(`COMMENT ON DATABASE ${db.name} IS 'tidemark bench history: loaded'`);
   } else {
     const { rows } = await db.pool.query<{ c: string | null }>(
@@ -252,6 +280,8 @@ interface Pruned {
   spans: { from: number; to: number }[];
   /** Measurements during which pruning found nothing to delete. */
   idle: number;
+  /** Slices of the occurrence ledger summed and dropped whole: their rows and how long it took. */
+  ledgerSlices: { rows: number; ms: number }[];
 }
 
 /** Runs a measurement, with something beside it or not. */
@@ -284,9 +314,12 @@ async function withPruning<T>(
     ...(role.retention === undefined ? {} : { retention: role.retention }),
     ...(role.clock === undefined ? {} : { clock: role.clock }),
     onBatch: (b) => {
-      // A slice dropped whole counts its jobs as its children's statements delete theirs.
-      if (b.wholeSlice !== true) rows += b.deleted + (b.sliceJobs ?? 0);
+      // A slice of jobs dropped whole counts its jobs as its children's statements delete theirs.
+      if (b.wholeSlice !== true || b.table !== 'jobs') rows += b.deleted + (b.sliceJobs ?? 0);
       if (b.table === 'jobs' && b.wholeSlice !== true) pruned.batchMs.push(b.endedMs - b.startedMs);
+      if (b.table === 'occurrences' && b.wholeSlice === true) {
+        pruned.ledgerSlices.push({ rows: b.deleted, ms: b.endedMs - b.startedMs });
+      }
       pruned.spans.push({ from: b.startedMs, to: b.endedMs });
       firstBatchMs ??= b.startedMs;
       first();
@@ -676,13 +709,15 @@ export const bench: Bench = async () => {
       note: `1/${fmt(500 / perSecond)} of the source's 500 jobs/s, over the whole retention period and a day more; default retention (succeeded 7 d) finds ~${Math.round(((N / DAYS) * (DAYS - 7)) / 1000) * 1000} jobs due`,
     });
     const diskBefore = ONLY.has('pruning') ? await diskUse(full) : [];
-    const pruned: Pruned = { rows: 0, seconds: 0, batchMs: [], spans: [], idle: 0 };
-    const weekPruned: Pruned = { rows: 0, seconds: 0, batchMs: [], spans: [], idle: 0 };
+    const pruned: Pruned = { rows: 0, seconds: 0, batchMs: [], spans: [], idle: 0, ledgerSlices: [] };
+    const weekPruned: Pruned = { rows: 0, seconds: 0, batchMs: [], spans: [], idle: 0, ledgerSlices: [] };
     const plain: Around = (measure) => measure();
     const week = await weekRole(full);
+    // Occurrences kept 7 days, as in the week: the oldest day's slice of the ledger is due.
+    const catchUp: Role = { retention: { occurrences: '7d' } };
     const around = (c: Column): Around =>
       c === 'pruning'
-        ? (measure) => withPruning(full, pruned, measure)
+        ? (measure) => withPruning(full, pruned, measure, catchUp)
         : c === 'week'
           ? (measure) => withPruning(full, weekPruned, measure, week)
           : plain;
@@ -698,7 +733,7 @@ export const bench: Bench = async () => {
       ratios: [] as number[],
       overlaps: [] as { tail: number; all: number }[],
     };
-    const pairPruned: Pruned = { rows: 0, seconds: 0, batchMs: [], spans: [], idle: 0 };
+    const pairPruned: Pruned = { rows: 0, seconds: 0, batchMs: [], spans: [], idle: 0, ledgerSlices: [] };
     const names = queries(base).map(([name]) => name);
     const qms = { base: [] as number[][], history: [] as number[][] };
     let burstN = 0;
@@ -846,8 +881,19 @@ export const bench: Bench = async () => {
       group: 'history',
       name: 'pruning rate while catching up beside the rows above',
       value: rate(pruned),
-      note: `${pruned.rows.toLocaleString('en')} rows of every table in ${fmt(pruned.seconds, 1)} s at the default batch and duty cycle; ${batches(pruned)}`,
+      note: `${pruned.rows.toLocaleString('en')} rows of every table in ${fmt(pruned.seconds, 1)} s at the default batch and duty cycle, occurrences kept 7 days; ${batches(pruned)}`,
     });
+    const slices = [...weekPruned.ledgerSlices, ...pruned.ledgerSlices];
+    if (slices.length > 0) {
+      const n = slices.reduce((a, x) => a + x.rows, 0);
+      const ms = slices.reduce((a, x) => a + x.ms, 0);
+      rows.push({
+        group: 'history',
+        name: 'occurrence slices summed into the rollups and dropped whole',
+        value: `${fmt(n / (ms / 1000))} rows/s`,
+        note: `${slices.map((x) => `${x.rows.toLocaleString('en')} rows in ${fmt(x.ms / 1000, 1)} s`).join(', ')}, each one transaction; a day at the source's 500 a second is ${(43_200_000).toLocaleString('en')} rows`,
+      });
+    }
     say('pruning to steady state…');
     const steady = await pruneToSteadyState(full);
     rows.push({

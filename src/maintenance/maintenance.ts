@@ -30,6 +30,13 @@ import {
   type JobSlice,
 } from '../store/job-slices.ts';
 import { leaseAcquire, leaseRelease, leaseRenew } from '../store/leases.ts';
+import {
+  OCCURRENCE_SLICE_S,
+  occurrenceSliceDropDue,
+  occurrenceSliceDueIn,
+  occurrenceSliceEnsure,
+  occurrenceSliceList,
+} from '../store/occurrence-slices.ts';
 import type { Fence } from '../store/occurrences.ts';
 import { withMovedRowRetry, type Pool } from '../store/pool.ts';
 import {
@@ -72,6 +79,8 @@ export interface MaintenanceOptions {
   dutyCycle?: number;
   /** Ids per slice of succeeded jobs (store/job-slices.ts); tests make it small. */
   sliceIds?: number;
+  /** Seconds of fire time per slice of the occurrence ledger (store/occurrence-slices.ts). */
+  occurrenceSliceS?: number;
   /** Called after every statement that deleted rows (tests and benches observe progress). */
   onBatch?: (batch: PruneBatch) => void;
 }
@@ -91,7 +100,10 @@ interface SliceProgress {
    * jobs go with the slice (reported even when the statement deleted no row).
    */
   sliceJobs?: number;
-  /** The statement dropped a slice: `deleted` is its jobs, reported before by `sliceJobs`. */
+  /**
+   * The statement dropped a slice: for jobs `deleted` is its jobs, reported before by `sliceJobs`;
+   * for occurrences, its rows, reported only here.
+   */
   wholeSlice?: boolean;
 }
 
@@ -125,7 +137,8 @@ const FULL_WALK_EVERY_MS = 86_400_000;
  * The succeeded jobs of a slice the ids have passed wait for the whole slice to come due when its
  * newest job will within this many seconds, and go with it: at 500 jobs a second a slice spans 5.5
  * hours, so they stay at most that long past their retention instead of going one by one at ~168 KB
- * of WAL per 1,000. A slice that spans longer (under ~115 jobs a second) is pruned row by row.
+ * of WAL per 1,000. A slice that spans longer (under ~115 jobs a second) is pruned row by row. The
+ * occurrences of a day's slice of the ledger wait the same way, a day at most.
  */
 const SLICE_WAIT_S = 86_400;
 /** Finished workflows read per marking statement; each can hold up to 100,000 nodes. */
@@ -152,6 +165,7 @@ export class Maintenance {
   readonly #batchSize: number;
   readonly #dutyCycle: number;
   readonly #sliceIds: number;
+  readonly #occurrenceSliceS: number;
   readonly #onBatch: MaintenanceOptions['onBatch'];
 
   #running = false;
@@ -178,6 +192,7 @@ export class Maintenance {
     this.#batchSize = options.batchSize ?? MAINTENANCE_DEFAULTS.batchSize;
     this.#dutyCycle = options.dutyCycle ?? MAINTENANCE_DEFAULTS.dutyCycle;
     this.#sliceIds = options.sliceIds ?? JOB_SLICE_IDS;
+    this.#occurrenceSliceS = options.occurrenceSliceS ?? OCCURRENCE_SLICE_S;
     this.#onBatch = options.onBatch;
     if (!(this.#renewMs < this.#ttlMs - TRUST_MARGIN_MS)) {
       throw new ConfigError(
@@ -189,6 +204,9 @@ export class Maintenance {
     }
     if (!(Number.isInteger(this.#sliceIds) && this.#sliceIds >= 2)) {
       throw new ConfigError(`sliceIds: ${this.#sliceIds} is not an integer of at least 2`);
+    }
+    if (!(Number.isInteger(this.#occurrenceSliceS) && this.#occurrenceSliceS >= 1)) {
+      throw new ConfigError(`occurrenceSliceS: ${this.#occurrenceSliceS} is not a positive integer`);
     }
     if (!(this.#dutyCycle > 0 && this.#dutyCycle <= 1)) {
       throw new ConfigError(`dutyCycle: ${this.#dutyCycle} must be in (0, 1]`);
@@ -278,10 +296,21 @@ export class Maintenance {
 
   // ——— the pass ———
 
-  /** Attaches the next slice of succeeded jobs when the ids drawn near the last one's end; false when the term was lost. */
+  /**
+   * Attaches the next slice of succeeded jobs when the ids drawn near the last one's end, and slices
+   * of the occurrence ledger ahead of the clock; false when the term was lost.
+   */
   async #ensureSlice(): Promise<boolean> {
     const fence = this.#fence();
     if (fence === null) return false;
+    const o = await occurrenceSliceEnsure(this.#pool, fence, this.#now(), this.#occurrenceSliceS);
+    for (const s of o.attached) {
+      this.#log.info({ slice: s.name, from: s.from, to: s.to }, 'occurrence slice attached');
+    }
+    if (o.reason === 'fenced') {
+      this.#lose(`occurrence slice attach fenced out: epoch ${fence.epoch} no longer holds the lease`);
+      return false;
+    }
     const r = await jobSliceEnsure(this.#pool, fence, this.#sliceIds);
     if (r.attached !== null) {
       this.#log.info(
@@ -487,9 +516,17 @@ export class Maintenance {
     }
   }
 
+  /**
+   * Drops the slices of the ledger that are due whole, oldest first, then walks the rows no slice
+   * drop will take soon: those of the default partition, and of the slices from the first that is
+   * not due within SLICE_WAIT_S on (all of them when an override keeps occurrences longer).
+   */
   async #pruneOccurrences(plan: RetentionPlan, count: Count): Promise<boolean> {
     const horizon = plan.occurrenceHorizonS;
     if (horizon === null) return true;
+    const wholeS = plan.occurrenceSliceDueS;
+    const from = wholeS === null ? null : await this.#dropOccurrenceSlices(wholeS, count);
+    if (from === 'lost') return false;
     let afterId = 0;
     for (;;) {
       const r = await this.#batch(
@@ -503,6 +540,7 @@ export class Maintenance {
             afterId,
             this.#batchSize,
             horizon,
+            from,
           ),
         (r) => r.deleted,
         count,
@@ -511,6 +549,38 @@ export class Maintenance {
       if (r.scanned < this.#batchSize || r.young) return true;
       afterId = r.lastId;
     }
+  }
+
+  /**
+   * Sums into the rollups and drops each due slice of the ledger, oldest first. Returns the fire
+   * time from which the rows are the walk's: the end of the last slice that is due or comes due
+   * within SLICE_WAIT_S (its rows wait for it), null when there is none; `lost` when the term was.
+   */
+  async #dropOccurrenceSlices(retentionS: number, count: Count): Promise<Date | null | 'lost'> {
+    const slices = await occurrenceSliceList(this.#pool);
+    const dueIn = await occurrenceSliceDueIn(this.#pool, slices, this.#now(), retentionS);
+    let from: Date | null = null;
+    for (const [i, slice] of slices.entries()) {
+      const s = dueIn[i] ?? Infinity;
+      if (s > SLICE_WAIT_S) break;
+      from = slice.to;
+      if (s > 0) continue;
+      const r = await this.#batch(
+        'occurrences',
+        (fence) => occurrenceSliceDropDue(this.#pool, fence, slice, this.#now(), retentionS),
+        (r) => r.rows ?? 0,
+        count,
+        () => ({ wholeSlice: true }),
+      );
+      if (r === null) return 'lost';
+      // The ledger was busy: the slice's rows wait for the next pass.
+      if (r.rows === null) continue;
+      this.#log.info(
+        { slice: slice.name, rows: r.rows },
+        'occurrence slice dropped whole, every row in it due',
+      );
+    }
+    return from;
   }
 
   async #pruneWorkflows(plan: RetentionPlan, count: Count): Promise<boolean> {

@@ -164,6 +164,11 @@ export interface RetentionPlan {
    */
   sliceDueS: number | null;
   occurrenceHorizonS: number | null;
+  /**
+   * The default occurrence retention when no override keeps an occurrence longer or forever: past
+   * it a whole slice of the ledger is due (store/occurrence-slices.ts). Null: every row goes alone.
+   */
+  occurrenceSliceDueS: number | null;
   workflowHorizonS: number | null;
   /** Stopped and lost workers' registry rows; null: kept forever. */
   workersS: number | null;
@@ -185,9 +190,9 @@ function shortest(policy: RetentionPolicy, keys: readonly Key[], withQueues: boo
   return values.length === 0 ? null : Math.min(...values);
 }
 
-function sliceDue(policy: RetentionPolicy): number | null {
-  const d = policy.d.succeeded;
-  const overrides = [...Object.values(policy.q), ...Object.values(policy.t)].map((o) => o.succeeded);
+function sliceDue(policy: RetentionPolicy, key: 'succeeded' | 'occurrences'): number | null {
+  const d = policy.d[key];
+  const overrides = [...Object.values(policy.q), ...Object.values(policy.t)].map((o) => o[key]);
   return d >= 0 && overrides.every((v) => v === undefined || (v >= 0 && v <= d)) ? d : null;
 }
 
@@ -254,8 +259,9 @@ export function retentionPlan(config: unknown = {}, field = 'retention'): Retent
       dead: shortest(policy, ['dead'], true),
       cancelled: shortest(policy, ['cancelled'], true),
     },
-    sliceDueS: sliceDue(policy),
+    sliceDueS: sliceDue(policy, 'succeeded'),
     occurrenceHorizonS: shortest(policy, ['occurrences'], true),
+    occurrenceSliceDueS: sliceDue(policy, 'occurrences'),
     // Workflows have no queue: only defaults and tenant overrides apply.
     workflowHorizonS: shortest(policy, ['succeeded', 'cancelled', 'dead'], false),
   };

@@ -10,7 +10,8 @@
 import type { Fence } from './occurrences.ts';
 import type { Pool, Queryable } from './pool.ts';
 import { FENCE } from './retention.ts';
-import { jobSliceChangeFenced, jobSliceListForget, type BoundedSlice, type JobSlice } from './job-slices.ts';
+import { partitionChangeFenced } from './partition-change.ts';
+import { jobSliceListForget, type BoundedSlice, type JobSlice } from './job-slices.ts';
 
 export interface SliceDue {
   /** The ids drawn have passed the slice and no open job's id falls in it: no job can finish into it. */
@@ -114,7 +115,7 @@ export async function jobSliceDropDue(
   retentionS: number,
   lockTimeoutMs = 200,
 ): Promise<SliceDropDue> {
-  const r = await jobSliceChangeFenced(pool, fence, lockTimeoutMs, async (client) => {
+  const r = await partitionChangeFenced(pool, fence, lockTimeoutMs, async (client) => {
     await client.query('LOCK TABLE jobs_done IN ACCESS EXCLUSIVE MODE');
     const due = await jobSliceDue(client, slice, now, retentionS);
     if (!due.closed || due.dueInS > 0) return 'kept' as const;

@@ -6,8 +6,8 @@
  */
 import { ID_MAX, ID_MIN } from './id-bounds.ts';
 import type { Fence } from './occurrences.ts';
-import type { Pool, PoolClient, Queryable } from './pool.ts';
-import { FENCE } from './retention.ts';
+import type { Pool, Queryable } from './pool.ts';
+import { partitionChangeFenced } from './partition-change.ts';
 
 /**
  * Ids per slice. 10 million: 5.5 hours at the source document's 500 jobs a second, so the default 7
@@ -86,7 +86,9 @@ export async function jobSliceEnsure(
   if (drawn + size / 2 < end) return { attached: null, reason: 'ahead' };
   const from = Math.max(end, (rows[0]?.stray ?? 0) + 1, drawn + 1);
   const slice = { name: `jobs_done_${from}`, from, to: from + size };
-  const r = await jobSliceChangeFenced(pool, fence, lockTimeoutMs, (client) => jobSliceAttach(client, slice));
+  const r = await partitionChangeFenced(pool, fence, lockTimeoutMs, (client) =>
+    jobSliceAttach(client, slice),
+  );
   // 23514 (busy too): a job with an id past `drawn` finished into the default partition between the
   // read and the attach; the next pass starts after it.
   if (typeof r === 'string') return { attached: null, reason: r };
@@ -132,7 +134,7 @@ export async function jobSliceDropEmpty(
   const behind = sliced.slice(0, -1).filter((s) => (s.to ?? Infinity) <= drawn);
   if (behind.length === 0) return { dropped: [], reason: null };
   if ((await emptySlices(pool, behind)).length === 0) return { dropped: [], reason: null };
-  const r = await jobSliceChangeFenced(pool, fence, lockTimeoutMs, async (client) => {
+  const r = await partitionChangeFenced(pool, fence, lockTimeoutMs, async (client) => {
     // Checked again under the lock: no job can finish into a slice while jobs_done is held.
     await client.query('LOCK TABLE jobs_done IN ACCESS EXCLUSIVE MODE');
     const dropped = await emptySlices(client, behind);
@@ -145,43 +147,6 @@ export async function jobSliceDropEmpty(
   if (typeof r === 'string') return { dropped: [], reason: r };
   jobSliceListForget(pool);
   return { dropped: r, reason: null };
-}
-
-/**
- * Runs a change of jobs_done's partitions in a transaction fenced by the maintenance lease, waiting
- * at most `lockTimeoutMs` for each lock: `fenced` when the fence no longer holds (nothing changed),
- * `busy` when a lock was not granted in time (55P03) or the change met a row it must leave (23514).
- */
-export async function jobSliceChangeFenced<T>(
-  pool: Pool,
-  fence: Fence,
-  lockTimeoutMs: number,
-  change: (client: PoolClient) => Promise<T>,
-): Promise<T | 'fenced' | 'busy'> {
-  const client = await pool.connect();
-  try {
-    await client.query('BEGIN');
-    await client.query(`SET LOCAL lock_timeout = ${Math.max(1, Math.round(lockTimeoutMs))}`);
-    const held = await client.query(`WITH ${FENCE} SELECT FROM fence`, [
-      fence.lease,
-      fence.holder,
-      fence.epoch,
-    ]);
-    if (held.rowCount !== 1) {
-      await client.query('ROLLBACK');
-      return 'fenced';
-    }
-    const result = await change(client);
-    await client.query('COMMIT');
-    return result;
-  } catch (error) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    const code = (error as { code?: unknown }).code;
-    if (code === '55P03' || code === '23514') return 'busy';
-    throw error;
-  } finally {
-    client.release();
-  }
 }
 
 /** Those of `slices` with no pages and no open job in their range of ids. */

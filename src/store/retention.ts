@@ -16,6 +16,7 @@
  */
 import { ID_MAX } from './id-bounds.ts';
 import type { Fence } from './occurrences.ts';
+import { rollupAdd } from './occurrence-rollup.ts';
 import type { Queryable } from './pool.ts';
 
 /** Seconds per retention key; negative: kept forever. `d` default, `q` per queue, `t` per tenant. */
@@ -195,32 +196,14 @@ export interface OccurrencePruneResult {
 }
 
 /**
- * Adds the deleted occurrences (`gone`) to a rollup table grouped by `key`: the counts and lateness
- * sums occurrence-rollup.ts reads back. `extra` columns (the day table's tenant) follow the key.
- */
-function rollupAdd(table: string, keyColumns: string, keyExpressions: string, extra?: string): string {
-  const columns = ['scheduled', 'triggered', 'skipped', 'missed', 'late', 'lag_sum_s'];
-  const add = columns.map((c) => `${c} = r.${c} + EXCLUDED.${c}`).join(', ');
-  const extraColumn = extra === undefined ? '' : ', tenant_id';
-  const extraValue = extra === undefined ? '' : `, ${extra}`;
-  return `INSERT INTO ${table} AS r (${keyColumns}${extraColumn}, ${columns.join(', ')}, lag_max_s)
-             SELECT ${keyExpressions}${extraValue},
-                    count(*) FILTER (WHERE scheduled), count(*) FILTER (WHERE state = 'enqueued' AND NOT scheduled),
-                    count(*) FILTER (WHERE state = 'skipped'), count(*) FILTER (WHERE state = 'missed'),
-                    count(*) FILTER (WHERE scheduled AND lag > 2),
-                    coalesce(sum(lag) FILTER (WHERE scheduled), 0), coalesce(max(lag) FILTER (WHERE scheduled), 0)
-               FROM gone GROUP BY 1, 2
-             ON CONFLICT (${keyColumns}) DO UPDATE SET ${add}, lag_max_s = greatest(r.lag_max_s, EXCLUDED.lag_max_s)
-             RETURNING 1`;
-}
-
-/**
  * Reads the next `scan` occurrences by id after `afterId` and deletes those that fired longer ago
  * than their retention (by their schedule's queue and tenant; a deleted schedule's rows take the
  * default). `horizonS` is the shortest occurrence retention: ids follow fire times (rows are written
- * at their fire time), so a page of only younger rows ends the pass. The deleted rows are added to
- * occurrence_minutes and occurrence_days in the same statement, so the aggregate holds each row
- * exactly once whatever happens to the process.
+ * at their fire time), so a page of only younger rows ends the pass. The slices before `from` are
+ * left to go whole (store/occurrence-slices.ts): the walk reads the slices' rows from `from` on and
+ * the default partition's rows of any fire time. The deleted rows are added to occurrence_minutes
+ * and occurrence_days in the same statement, so the aggregate holds each row exactly once whatever
+ * happens to the process.
  */
 export async function occurrencePruneBatch(
   db: Queryable,
@@ -230,6 +213,7 @@ export async function occurrencePruneBatch(
   afterId: number,
   scan: number,
   horizonS: number,
+  from: Date | null,
 ): Promise<OccurrencePruneResult> {
   const r = retentionOf(`'occurrences'`, 's.queue', 's.tenant_id');
   const { rows } = await db.query<{
@@ -243,13 +227,24 @@ export async function occurrencePruneBatch(
     text: `WITH ${PROLOGUE}, scan AS (
              SELECT o.id, o.fire_at, coalesce(s.tenant_id, '') AS tenant_id,
                     ${r} >= 0 AND o.fire_at < t.now - make_interval(secs => ${r}) AS due
-               FROM occurrences o CROSS JOIN t
+               FROM ((SELECT id, fire_at, schedule_id FROM occurrences_default
+                       WHERE id > $6 AND fire_at < $9 ORDER BY id LIMIT $7)
+                     UNION ALL
+                     -- Not read at all when every slice from \`from\` on fired after the horizon.
+                     (SELECT id, fire_at, schedule_id FROM occurrences
+                       WHERE id > $6 AND fire_at >= $9
+                         AND $9 < (SELECT now FROM t) - make_interval(secs => $8)
+                       ORDER BY id LIMIT $7)) o
+              CROSS JOIN t
                LEFT JOIN schedules s ON s.id = o.schedule_id
-              WHERE o.id > $6 AND EXISTS (SELECT 1 FROM fence)
+              WHERE EXISTS (SELECT 1 FROM fence)
               ORDER BY o.id LIMIT $7
            ), del AS (
              DELETE FROM occurrences o
               WHERE o.id = ANY (ARRAY(SELECT id FROM scan WHERE due))
+                -- The fire times bound the slices the delete visits (pruned as it starts).
+                AND o.fire_at >= (SELECT min(fire_at) FROM scan WHERE due)
+                AND o.fire_at <= (SELECT max(fire_at) FROM scan WHERE due)
              RETURNING o.id, o.schedule_id, o.fire_at, o.state, o.source, o.backfill,
                        greatest(0, extract(epoch FROM o.materialised_at - o.fire_at))::float8 AS lag
            ), gone AS (
@@ -266,7 +261,7 @@ export async function occurrencePruneBatch(
                   (SELECT count(*) FROM del)::int AS deleted,
                   (SELECT max(id) FROM scan) AS last_id,
                   (SELECT min(fire_at) FROM scan) >= (SELECT now FROM t) - make_interval(secs => $8) AS young`,
-    values: [...fenceValues(fence, now, policy), afterId, scan, horizonS],
+    values: [...fenceValues(fence, now, policy), afterId, scan, horizonS, from ?? '-infinity'],
   });
   const row = rows[0];
   if (row === undefined) throw new Error('occurrencePruneBatch returned no row');

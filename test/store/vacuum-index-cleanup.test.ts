@@ -1,13 +1,15 @@
 /**
  * Retention deletes history from the front of each table, and vacuum skips the indexes when under
- * 2 % of the heap's pages hold dead rows (migration 0033). Asserted on the pages a read of the first
+ * 2 % of the heap's pages hold dead rows (migrations 0033, 0037). Asserted on the pages a read of the first
  * row touches after a vacuum (EXPLAIN BUFFERS), which the machine's load does not change.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { pino } from 'pino';
 import { Maintenance } from '../../src/maintenance/maintenance.ts';
+import { FakeClock } from '../../src/clock.ts';
 import { jobSliceList } from '../../src/store/job-slices.ts';
+import { occurrenceSliceList } from '../../src/store/occurrence-slices.ts';
 import { createTestDatabase } from '../support/db.ts';
 
 const db = await createTestDatabase();
@@ -41,11 +43,18 @@ test('after the oldest succeeded jobs are deleted, a vacuum clears their index e
   assert.ok(pages <= 5, `the first row's read touched ${pages} pages`);
 });
 
-test('every slice of succeeded jobs, the ones the maintenance role attaches included, has index cleanup on', async () => {
+test('every slice of succeeded jobs and of the occurrence ledger, the ones the maintenance role attaches included, has index cleanup on', async () => {
   const [first] = await jobSliceList(db.pool);
   assert.ok(first?.to !== null && first?.to !== undefined);
   await db.pool.query(`SELECT setval('jobs_id_seq', $1)`, [first.to - 400]);
-  const m = new Maintenance({ pool: db.pool, log, sliceIds: 1_000, retention: { enabled: false } });
+  // Ten days on, the role attaches slices of the ledger too.
+  const m = new Maintenance({
+    pool: db.pool,
+    log,
+    sliceIds: 1_000,
+    retention: { enabled: false },
+    clock: new FakeClock(new Date(Date.now() + 10 * 86_400_000)),
+  });
   try {
     await m.runPass();
   } finally {
@@ -53,13 +62,17 @@ test('every slice of succeeded jobs, the ones the maintenance role attaches incl
   }
   const slices = (await jobSliceList(db.pool)).map((s) => s.name);
   assert.ok(slices.includes(`jobs_done_${first.to}`), slices.join(', '));
+  const ledger = await occurrenceSliceList(db.pool);
+  assert.ok(ledger.some((s) => s.to.getTime() > Date.now() + 11 * 86_400_000));
   const { rows } = await db.pool.query<{ name: string; options: string[] | null }>(
     `SELECT c.relname AS name, c.reloptions AS options FROM pg_class c
-      WHERE c.oid = ANY (ARRAY(SELECT inhrelid FROM pg_inherits WHERE inhparent = 'jobs_done'::regclass)
-                         || ARRAY['occurrences'::regclass, 'job_attempts'::regclass]::oid[])
+      WHERE c.oid = ANY (ARRAY(SELECT inhrelid FROM pg_inherits
+                                WHERE inhparent IN ('jobs_done'::regclass, 'occurrences'::regclass))
+                         || ARRAY['job_attempts'::regclass]::oid[])
       ORDER BY 1`,
   );
-  assert.equal(rows.length, slices.length + 2);
+  // The ledger's default partition among them.
+  assert.equal(rows.length, slices.length + ledger.length + 2);
   for (const r of rows)
     assert.ok(r.options?.includes('vacuum_index_cleanup=on'), `${r.name}: ${JSON.stringify(r.options)}`);
 });

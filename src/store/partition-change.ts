@@ -1,0 +1,41 @@
+/** Partition changes the maintenance role makes: attach, detach and drop, fenced by its lease. */
+import type { Fence } from './occurrences.ts';
+import type { Pool, PoolClient } from './pool.ts';
+import { FENCE } from './retention.ts';
+
+/**
+ * Runs a change of a partitioned table's partitions (jobs_done's, occurrences') in a transaction
+ * fenced by the maintenance lease, waiting at most `lockTimeoutMs` for each lock: `fenced` when the fence no longer holds (nothing changed),
+ * `busy` when a lock was not granted in time (55P03) or the change met a row it must leave (23514).
+ */
+export async function partitionChangeFenced<T>(
+  pool: Pool,
+  fence: Fence,
+  lockTimeoutMs: number,
+  change: (client: PoolClient) => Promise<T>,
+): Promise<T | 'fenced' | 'busy'> {
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    await client.query(`SET LOCAL lock_timeout = ${Math.max(1, Math.round(lockTimeoutMs))}`);
+    const held = await client.query(`WITH ${FENCE} SELECT FROM fence`, [
+      fence.lease,
+      fence.holder,
+      fence.epoch,
+    ]);
+    if (held.rowCount !== 1) {
+      await client.query('ROLLBACK');
+      return 'fenced';
+    }
+    const result = await change(client);
+    await client.query('COMMIT');
+    return result;
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    const code = (error as { code?: unknown }).code;
+    if (code === '55P03' || code === '23514') return 'busy';
+    throw error;
+  } finally {
+    client.release();
+  }
+}

@@ -1,0 +1,204 @@
+/**
+ * The occurrence ledger in slices of a day of fire time: a slice whose every fire time is past
+ * retention is summed into the lateness rollups and dropped whole, so the lateness answers exactly
+ * as before; a slice coming due within a day keeps its due rows until then; the default partition's
+ * rows go one by one; an override that keeps some occurrences longer leaves every slice to the row
+ * walk; a backfill writing into a slice holds its drop off; slices are attached ahead of the clock,
+ * after any fire times that outran them; a stale fence drops nothing.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { FakeClock } from '../../src/clock.ts';
+import { createLogger } from '../../src/log.ts';
+import { Maintenance } from '../../src/maintenance/maintenance.ts';
+import type { RetentionConfig } from '../../src/maintenance/retention-config.ts';
+import {
+  occurrenceLatenessBySchedule,
+  occurrenceLatenessPerMinute,
+} from '../../src/store/occurrence-rollup.ts';
+import {
+  occurrenceSliceAttach,
+  occurrenceSliceDropDue,
+  occurrenceSliceList,
+} from '../../src/store/occurrence-slices.ts';
+import { withTransaction, type Pool } from '../../src/store/pool.ts';
+import { createTestDatabase } from '../support/db.ts';
+import { count, DAY_MS, insertOccurrences, insertSchedule } from './support.ts';
+
+const log = createLogger('test');
+log.level = 'silent';
+/** Day boundaries: D is the UTC midnight before T, which is noon. */
+const D = Math.floor(Date.now() / DAY_MS) * DAY_MS + DAY_MS;
+const T = new Date(D + DAY_MS / 2);
+const day = (n: number): Date => new Date(D + n * DAY_MS);
+const at = (n: number, hours = 0): Date => new Date(D + n * DAY_MS + hours * 3_600_000);
+
+/** Replaces the ledger's slices with one per day from `from` (days from D) up to, not including, `to`. */
+async function sliceLedger(pool: Pool, from: number, to: number): Promise<void> {
+  await withTransaction(pool, async (tx) => {
+    for (const s of await occurrenceSliceList(tx)) {
+      await tx.query(`ALTER TABLE occurrences DETACH PARTITION "${s.name}"`);
+      await tx.query(`DROP TABLE "${s.name}"`);
+    }
+    for (let n = from; n < to; n++) {
+      await occurrenceSliceAttach(tx, { name: `occurrences_test_${n - from}`, from: day(n), to: day(n + 1) });
+    }
+  });
+}
+
+let leaseN = 0;
+function maintenance(pool: Pool, retention: RetentionConfig = {}, clock = new FakeClock(T)): Maintenance {
+  return new Maintenance({
+    pool,
+    log,
+    retention,
+    clock,
+    leaseName: `occurrence-slices-${leaseN++}`,
+    dutyCycle: 1,
+  });
+}
+
+const sliceStarts = async (pool: Pool): Promise<(number | null)[]> =>
+  (await occurrenceSliceList(pool)).map((s) => (s.from === null ? null : (s.from.getTime() - D) / DAY_MS));
+
+test('due slices are summed and dropped whole, a slice due within a day keeps its rows, strays go one by one', async () => {
+  const { pool } = await createTestDatabase();
+  await sliceLedger(pool, -40, 3);
+  const s = await insertSchedule(pool, 'every-minute', 'acme');
+  await insertOccurrences(pool, s, [
+    // [D-35, D-34): due whole.
+    { fireAt: at(-35, 1), lagMs: 500 },
+    { fireAt: at(-35, 1), lagMs: 3_000, source: 'trigger' },
+    { fireAt: at(-35, 2), lagMs: 4_000 },
+    { fireAt: at(-35, 3), state: 'skipped' },
+    { fireAt: at(-35, 4), state: 'missed' },
+    // [D-31, D-30): due whole, its last fire time 30 days and 12 hours ago.
+    { fireAt: at(-31, 23), lagMs: 100 },
+    // [D-30, D-29): due by the row, but the slice comes due in 12 hours: it waits.
+    { fireAt: at(-30, 1), lagMs: 200 },
+    { fireAt: at(-30, 13), lagMs: 300 },
+    // Before the first slice: the default partition's, due.
+    { fireAt: at(-60, 5), lagMs: 700 },
+  ]);
+  const range = { from: at(-61), to: T, limit: 1_000 };
+  const minutes = await occurrenceLatenessPerMinute(pool, { ...range, tenantId: 'acme' });
+  const days = await occurrenceLatenessBySchedule(pool, s, range);
+  assert.equal(minutes.length, 8);
+
+  const dropped: number[] = [];
+  const m = new Maintenance({
+    pool,
+    log,
+    clock: new FakeClock(T),
+    leaseName: 'occurrence-slices-whole',
+    dutyCycle: 1,
+    onBatch: (b) => {
+      if (b.table === 'occurrences' && b.wholeSlice === true) dropped.push(b.deleted);
+    },
+  });
+  const pass = await m.runPass();
+  await m.stop();
+  // Ten slices before D-30 went, two with rows; the default partition's row went alone.
+  assert.deepEqual(dropped, [5, 1]);
+  assert.equal(pass.deleted.occurrences, 7);
+  assert.equal((await sliceStarts(pool))[0], -30);
+  assert.deepEqual(
+    (await pool.query<{ fire_at: Date }>('SELECT fire_at FROM occurrences ORDER BY fire_at')).rows.map((r) =>
+      r.fire_at.getTime(),
+    ),
+    [at(-30, 1).getTime(), at(-30, 13).getTime()],
+  );
+
+  // The rollups answer what the rows did, and a second pass changes nothing.
+  assert.deepEqual(await occurrenceLatenessPerMinute(pool, { ...range, tenantId: 'acme' }), minutes);
+  assert.deepEqual(await occurrenceLatenessBySchedule(pool, s, range), days);
+  const again = maintenance(pool);
+  assert.equal((await again.runPass()).deleted.occurrences, 0);
+  await again.stop();
+  assert.deepEqual(await occurrenceLatenessPerMinute(pool, { ...range, tenantId: 'acme' }), minutes);
+
+  // Thirteen hours on, the waiting slice is due: both its rows go with it.
+  const later = maintenance(pool, {}, new FakeClock(new Date(T.getTime() + 13 * 3_600_000)));
+  assert.equal((await later.runPass()).deleted.occurrences, 2);
+  await later.stop();
+  assert.equal(await count(pool, 'SELECT count(*) FROM occurrences'), 0);
+  assert.deepEqual(await occurrenceLatenessBySchedule(pool, s, range), days);
+});
+
+test('an override keeping some occurrences longer leaves the slices to the row walk', async () => {
+  const { pool } = await createTestDatabase();
+  await sliceLedger(pool, -40, 3);
+  const s = await insertSchedule(pool, 'short', 'default', 'q');
+  const kept = await insertSchedule(pool, 'long', 'default', 'archive');
+  await insertOccurrences(pool, s, [{ fireAt: at(-35, 1) }, { fireAt: at(-20, 1) }]);
+  await insertOccurrences(pool, kept, [{ fireAt: at(-35, 2) }]);
+  const m = maintenance(pool, { queues: { archive: { occurrences: '60d' } } });
+  assert.equal((await m.runPass()).deleted.occurrences, 1);
+  await m.stop();
+  assert.equal((await sliceStarts(pool))[0], -40);
+  assert.equal(await count(pool, 'SELECT count(*) FROM occurrences'), 2);
+  assert.equal(await count(pool, 'SELECT count(*) FROM occurrences WHERE schedule_id = $1', [kept]), 1);
+});
+
+test('a backfill writing into a due slice holds its drop off until it commits, then is summed with it', async () => {
+  const { pool } = await createTestDatabase();
+  await sliceLedger(pool, -40, 3);
+  const s = await insertSchedule(pool, 'backfilled');
+  await insertOccurrences(pool, s, [{ fireAt: at(-35, 1), lagMs: 1_000 }]);
+  const writer = await pool.connect();
+  try {
+    await writer.query('BEGIN');
+    await insertOccurrences(writer, s, [{ fireAt: at(-35, 2), lagMs: 2_000 }]);
+    const [slice] = (await occurrenceSliceList(pool)).filter((x) => x.to.getTime() === day(-34).getTime());
+    assert.ok(slice);
+    const fence = { lease: 'occurrence-slices-backfill', holder: 'h', epoch: 1 };
+    await pool.query(
+      `INSERT INTO leases (name, holder, epoch, expires_at) VALUES ($1, $2, $3, now() + interval '1 minute')`,
+      [fence.lease, fence.holder, fence.epoch],
+    );
+    const busy = await occurrenceSliceDropDue(pool, fence, slice, T, 30 * 86_400, 50);
+    assert.deepEqual(busy, { fenced: true, rows: null });
+    assert.ok((await occurrenceSliceList(pool)).some((x) => x.name === slice.name));
+    await writer.query('COMMIT');
+    // A stale epoch drops nothing.
+    assert.deepEqual(await occurrenceSliceDropDue(pool, { ...fence, epoch: 2 }, slice, T, 30 * 86_400), {
+      fenced: false,
+      rows: null,
+    });
+    assert.deepEqual(await occurrenceSliceDropDue(pool, fence, slice, T, 30 * 86_400), {
+      fenced: true,
+      rows: 2,
+    });
+  } finally {
+    writer.release();
+  }
+  const [b] = await occurrenceLatenessBySchedule(pool, s, { from: at(-36), to: T, limit: 10 });
+  assert.equal(b?.scheduled, 2);
+  assert.equal(b?.lagMaxS, 2);
+  assert.equal(b?.lagMeanS, 1.5);
+});
+
+test('slices are attached two days ahead of the clock, after fire times that outran them', async () => {
+  const { pool } = await createTestDatabase();
+  await sliceLedger(pool, -3, -1);
+  const s = await insertSchedule(pool, 'outran');
+  // Written while no slice covered them: the default partition holds them.
+  await insertOccurrences(pool, s, [{ fireAt: at(-1, 1) }, { fireAt: at(0, 6) }]);
+  const m = maintenance(pool, { enabled: false });
+  await m.runPass();
+  await m.stop();
+  const slices = await occurrenceSliceList(pool);
+  const first = slices.find((x) => x.from !== null && x.from.getTime() > day(-1).getTime());
+  assert.equal(first?.from?.getTime(), at(0, 6).getTime() + 1_000);
+  const last = slices.at(-1);
+  assert.ok(last !== undefined && last.to.getTime() >= T.getTime() + 2 * DAY_MS);
+  assert.equal(await count(pool, 'SELECT count(*) FROM occurrences_default'), 2);
+  // A fire time after them lands in a slice.
+  await insertOccurrences(pool, s, [{ fireAt: at(0, 13) }]);
+  assert.equal(await count(pool, 'SELECT count(*) FROM occurrences_default'), 2);
+  // A pass later changes nothing while the slices are still two days ahead.
+  const again = maintenance(pool, { enabled: false });
+  await again.runPass();
+  await again.stop();
+  assert.equal((await occurrenceSliceList(pool)).length, slices.length);
+});
