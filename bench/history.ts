@@ -38,7 +38,9 @@
  * measurement adds jobs to the newest slices, on base and history alternately, run by run (median
  * of 20 each), and each reports the pages it touched, which the machine's load does not change.
  * Then the maintenance role runs until a pass deletes less than a batch, and the bench reports the
- * rate it sustained and the disk use left.
+ * rate it sustained and the disk use left. Last, enqueue → start in runs of 4,000 jobs during which
+ * the oldest day's slice of the occurrence ledger is summed into the rollups and dropped, the jobs
+ * sent while that ran against the others.
  *
  * BENCH_HISTORY_TRIALS sets the trials (default 3), BENCH_HISTORY_ONLY the measurements (default
  * `drain,latency,burst,queries,pruning,paired`; without `pruning` neither the two pruning columns
@@ -62,7 +64,12 @@ import {
 import { jobCountByState } from '../src/store/job-counts.ts';
 import { JOB_SLICE_IDS, jobSliceAttach } from '../src/store/job-slices.ts';
 import { jobSearch } from '../src/store/job-search.ts';
-import { occurrenceSliceAttach, occurrenceSliceList } from '../src/store/occurrence-slices.ts';
+import { leaseAcquire, leaseRelease } from '../src/store/leases.ts';
+import {
+  occurrenceSliceAttach,
+  occurrenceSliceDropDue,
+  occurrenceSliceList,
+} from '../src/store/occurrence-slices.ts';
 import { occurrenceListBySchedule } from '../src/store/occurrences.ts';
 import { historyOldestRows, jobCountOpenByQueueState, scheduleLagSeconds } from '../src/store/stats.ts';
 import { withTransaction, type Queryable } from '../src/store/pool.ts';
@@ -206,6 +213,8 @@ const SOURCE_JOBS_S = 500;
 const PAIR_WINDOW_MS = 2_000;
 /** Jobs a trial of the paired measurement sends: 20 s at LATENCY_RATE, five windows of each. */
 const PAIR_JOBS = 4_000;
+/** When the ledger's slice drop starts in its run of PAIR_JOBS: a quarter of the way. */
+const LEDGER_DROP_AFTER_MS = 5_000;
 
 interface Loaded {
   seconds: number;
@@ -280,8 +289,6 @@ interface Pruned {
   spans: { from: number; to: number }[];
   /** Measurements during which pruning found nothing to delete. */
   idle: number;
-  /** Slices of the occurrence ledger summed and dropped whole: their rows and how long it took. */
-  ledgerSlices: { rows: number; ms: number }[];
 }
 
 /** Runs a measurement, with something beside it or not. */
@@ -317,9 +324,6 @@ async function withPruning<T>(
       // A slice of jobs dropped whole counts its jobs as its children's statements delete theirs.
       if (b.wholeSlice !== true || b.table !== 'jobs') rows += b.deleted + (b.sliceJobs ?? 0);
       if (b.table === 'jobs' && b.wholeSlice !== true) pruned.batchMs.push(b.endedMs - b.startedMs);
-      if (b.table === 'occurrences' && b.wholeSlice === true) {
-        pruned.ledgerSlices.push({ rows: b.deleted, ms: b.endedMs - b.startedMs });
-      }
       pruned.spans.push({ from: b.startedMs, to: b.endedMs });
       firstBatchMs ??= b.startedMs;
       first();
@@ -440,6 +444,49 @@ function overlapShares(samples: LatencySample[], spans: Pruned['spans']): { tail
   const share = (xs: LatencySample[]): number => xs.filter(overlaps).length / Math.max(xs.length, 1);
   const sorted = [...samples].sort((a, b) => b.ms - a.ms);
   return { tail: share(sorted.slice(0, Math.ceil(sorted.length / 100))), all: share(samples) };
+}
+
+/**
+ * Enqueue → start in one run of PAIR_JOBS jobs while the oldest slice of the ledger is summed into
+ * the rollups and dropped (store/occurrence-slices.ts), started LEDGER_DROP_AFTER_MS in: the jobs
+ * sent while the drop ran against those sent before and after it, as the paired measurement
+ * compares its windows. What a live system meets once a day, for 35 times as long.
+ */
+async function latencyBesideLedgerDrop(
+  d: Db,
+): Promise<{ during: number[]; outside: number[]; rows: number; ms: number }> {
+  await fresh(d, 'latency');
+  const holder = `bench-${process.pid}`;
+  const term = await leaseAcquire(d.db.pool, 'bench-ledger', holder, 600_000);
+  if (term === null) throw new Error('bench-ledger lease is held');
+  const fence = { lease: 'bench-ledger', holder, epoch: term.epoch };
+  const [oldest] = await occurrenceSliceList(d.db.pool);
+  if (oldest === undefined) throw new Error('the ledger has no slice');
+  let span = { from: 0, to: 0 };
+  let rows = 0;
+  const samples = await latencySamples(d.db, d.jobs, PAIR_JOBS, async (measure) => {
+    const drop = (async () => {
+      await sleep(LEDGER_DROP_AFTER_MS);
+      const from = performance.now();
+      // Every slice older than a day is due at a retention of one day.
+      const r = await occurrenceSliceDropDue(d.db.pool, fence, oldest, null, 86_400);
+      span = { from, to: performance.now() };
+      rows = r.rows ?? 0;
+    })();
+    try {
+      return await measure();
+    } finally {
+      await drop;
+      await leaseRelease(d.db.pool, 'bench-ledger', holder, term.epoch);
+    }
+  });
+  const during = (x: LatencySample): boolean => span.from < x.sentMs + x.ms && span.to > x.sentMs;
+  return {
+    during: samples.filter(during).map((x) => x.ms),
+    outside: samples.filter((x) => !during(x)).map((x) => x.ms),
+    rows,
+    ms: span.to - span.from,
+  };
 }
 
 /** 5,000 one-off schedules due at one instant: fire time → the last occurrence written (ms). */
@@ -709,8 +756,8 @@ export const bench: Bench = async () => {
       note: `1/${fmt(500 / perSecond)} of the source's 500 jobs/s, over the whole retention period and a day more; default retention (succeeded 7 d) finds ~${Math.round(((N / DAYS) * (DAYS - 7)) / 1000) * 1000} jobs due`,
     });
     const diskBefore = ONLY.has('pruning') ? await diskUse(full) : [];
-    const pruned: Pruned = { rows: 0, seconds: 0, batchMs: [], spans: [], idle: 0, ledgerSlices: [] };
-    const weekPruned: Pruned = { rows: 0, seconds: 0, batchMs: [], spans: [], idle: 0, ledgerSlices: [] };
+    const pruned: Pruned = { rows: 0, seconds: 0, batchMs: [], spans: [], idle: 0 };
+    const weekPruned: Pruned = { rows: 0, seconds: 0, batchMs: [], spans: [], idle: 0 };
     const plain: Around = (measure) => measure();
     const week = await weekRole(full);
     // Occurrences kept 7 days, as in the week: the oldest day's slice of the ledger is due.
@@ -733,7 +780,7 @@ export const bench: Bench = async () => {
       ratios: [] as number[],
       overlaps: [] as { tail: number; all: number }[],
     };
-    const pairPruned: Pruned = { rows: 0, seconds: 0, batchMs: [], spans: [], idle: 0, ledgerSlices: [] };
+    const pairPruned: Pruned = { rows: 0, seconds: 0, batchMs: [], spans: [], idle: 0 };
     const names = queries(base).map(([name]) => name);
     const qms = { base: [] as number[][], history: [] as number[][] };
     let burstN = 0;
@@ -883,17 +930,6 @@ export const bench: Bench = async () => {
       value: rate(pruned),
       note: `${pruned.rows.toLocaleString('en')} rows of every table in ${fmt(pruned.seconds, 1)} s at the default batch and duty cycle, occurrences kept 7 days; ${batches(pruned)}`,
     });
-    const slices = [...weekPruned.ledgerSlices, ...pruned.ledgerSlices];
-    if (slices.length > 0) {
-      const n = slices.reduce((a, x) => a + x.rows, 0);
-      const ms = slices.reduce((a, x) => a + x.ms, 0);
-      rows.push({
-        group: 'history',
-        name: 'occurrence slices summed into the rollups and dropped whole',
-        value: `${fmt(n / (ms / 1000))} rows/s`,
-        note: `${slices.map((x) => `${x.rows.toLocaleString('en')} rows in ${fmt(x.ms / 1000, 1)} s`).join(', ')}, each one transaction; a day at the source's 500 a second is ${(43_200_000).toLocaleString('en')} rows`,
-      });
-    }
     say('pruning to steady state…');
     const steady = await pruneToSteadyState(full);
     rows.push({
@@ -919,6 +955,29 @@ export const bench: Bench = async () => {
         .join(
           ', ',
         )}; ${gib(before)} before pruning; ~${Math.round((left[0]?.n ?? 0) / 1000) * 1000} jobs left`,
+    });
+    // Last: each trial drops a day of the ledger that the disk figure above still holds.
+    const drops = {
+      during: [] as number[],
+      outside: [] as number[],
+      runs: [] as { rows: number; ms: number }[],
+    };
+    for (let t = 0; t < TRIALS; t++) {
+      say(`latency beside a slice of the ledger dropped, trial ${t + 1} of ${TRIALS}…`);
+      const r = await latencyBesideLedgerDrop(full);
+      drops.during.push(...r.during);
+      drops.outside.push(...r.outside);
+      drops.runs.push({ rows: r.rows, ms: r.ms });
+    }
+    const p99 = { during: percentile(drops.during, 99), outside: percentile(drops.outside, 99) };
+    const ledgerRows = drops.runs.reduce((a, x) => a + x.rows, 0);
+    const ledgerMs = drops.runs.reduce((a, x) => a + x.ms, 0);
+    rows.push({
+      group: 'history',
+      name: `enqueue → start while a day's slice of the ledger is summed and dropped, in one run`,
+      value: `p99 ${fmt(p99.during, 2)} ms during, ${fmt(p99.outside, 2)} ms outside`,
+      target: '≤ 1.1× outside',
+      note: `p99 ${fmt(p99.during / p99.outside, 2)}×, p50 ${fmt(median(drops.during), 2)} / ${fmt(median(drops.outside), 2)} ms; ${drops.during.length.toLocaleString('en')} jobs sent during a drop, ${drops.outside.length.toLocaleString('en')} outside, in ${TRIALS} runs of ${PAIR_JOBS.toLocaleString('en')}; drops ${drops.runs.map((x) => `${x.rows.toLocaleString('en')} rows in ${fmt(x.ms / 1000, 1)} s`).join(', ')}: ${fmt(ledgerRows / (ledgerMs / 1000))} rows/s summed, so a day at the source's 500/s (43,200,000) takes ~${fmt(43_200_000 / (ledgerRows / (ledgerMs / 1000)) / 60)} min`,
     });
     return rows;
   } finally {

@@ -62,10 +62,17 @@ const SUMS = `sum(scheduled)::float8 AS scheduled, sum(triggered)::float8 AS tri
   sum(lag_sum_s)::float8 AS lag_sum_s, max(lag_max_s)::float8 AS lag_max_s`;
 
 /**
- * Adds the occurrences a statement takes out of the ledger (`gone`) to a rollup table grouped by `key`: the counts and lateness
- * sums occurrence-rollup.ts reads back. `extra` columns (the day table's tenant) follow the key.
+ * Adds the occurrences a statement takes out of the ledger (`from`, with the columns of `gone`) to a
+ * rollup table grouped by `key`: the counts and lateness sums read back below. `extra` columns (the
+ * day table's tenant) follow the key.
  */
-export function rollupAdd(table: string, keyColumns: string, keyExpressions: string, extra?: string): string {
+export function rollupAdd(
+  table: string,
+  keyColumns: string,
+  keyExpressions: string,
+  extra?: string,
+  from = 'gone',
+): string {
   const columns = ['scheduled', 'triggered', 'skipped', 'missed', 'late', 'lag_sum_s'];
   const add = columns.map((c) => `${c} = r.${c} + EXCLUDED.${c}`).join(', ');
   const extraColumn = extra === undefined ? '' : ', tenant_id';
@@ -76,7 +83,7 @@ export function rollupAdd(table: string, keyColumns: string, keyExpressions: str
                     count(*) FILTER (WHERE state = 'skipped'), count(*) FILTER (WHERE state = 'missed'),
                     count(*) FILTER (WHERE scheduled AND lag > 2),
                     coalesce(sum(lag) FILTER (WHERE scheduled), 0), coalesce(max(lag) FILTER (WHERE scheduled), 0)
-               FROM gone GROUP BY 1, 2
+               FROM ${from} GROUP BY 1, 2
              ON CONFLICT (${keyColumns}) DO UPDATE SET ${add}, lag_max_s = greatest(r.lag_max_s, EXCLUDED.lag_max_s)
              RETURNING 1`;
 }

@@ -163,21 +163,29 @@ export async function occurrenceSliceDropDue(
   return { fenced: true, rows: r === 'busy' ? null : r };
 }
 
-/** Adds every row of the slice to the lateness rollups; returns how many rows it holds. */
+/**
+ * Adds every row of the slice to the lateness rollups; returns how many rows it holds. Each rollup
+ * reads the slice on its own: a CTE both read would be written out whole first (80 MB of temporary
+ * files for 1.25 million rows, whose writeback stalled the claim path's commits for up to 120 ms).
+ * One statement of two aggregations by hash, so its memory stays that of the groups.
+ */
 async function sliceRollup(client: PoolClient, name: string): Promise<number> {
-  const { rows } = await client.query<{ n: number }>(
-    `WITH gone AS (
+  await client.query(
+    `WITH o AS NOT MATERIALIZED (
        SELECT o.schedule_id, o.fire_at, o.state, coalesce(s.tenant_id, '') AS tenant_id,
               (o.state = 'enqueued' AND o.source = 'schedule' AND NOT o.backfill) AS scheduled,
-              greatest(0, extract(epoch FROM o.materialised_at - o.fire_at))::float8 AS lag
+              -- date_part in float8, not extract's numeric: a third less time here, the same
+              -- value for an interval of hours and seconds.
+              greatest(0, date_part('epoch', o.materialised_at - o.fire_at)) AS lag
          FROM "${name}" o LEFT JOIN schedules s ON s.id = o.schedule_id
      ), minutes AS (
-       ${rollupAdd('occurrence_minutes', 'minute, tenant_id', "date_trunc('minute', fire_at), tenant_id")}
+       ${rollupAdd('occurrence_minutes', 'minute, tenant_id', "date_trunc('minute', fire_at), tenant_id", undefined, 'o')}
      ), days AS (
-       ${rollupAdd('occurrence_days', 'schedule_id, day', "schedule_id, date_trunc('day', fire_at, 'UTC')", 'min(tenant_id)')}
+       ${rollupAdd('occurrence_days', 'schedule_id, day', "schedule_id, date_trunc('day', fire_at, 'UTC')", 'min(tenant_id)', 'o')}
      )
-     SELECT (SELECT count(*) FROM gone)::float8 AS n, (SELECT count(*) FROM minutes), (SELECT count(*) FROM days)`,
+     SELECT (SELECT count(*) FROM minutes), (SELECT count(*) FROM days)`,
   );
+  const { rows } = await client.query<{ n: number }>(`SELECT count(*)::float8 AS n FROM "${name}"`);
   return rows[0]?.n ?? 0;
 }
 
