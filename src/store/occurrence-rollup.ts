@@ -61,31 +61,40 @@ const SUMS = `sum(scheduled)::float8 AS scheduled, sum(triggered)::float8 AS tri
   sum(skipped)::float8 AS skipped, sum(missed)::float8 AS missed, sum(late)::float8 AS late,
   sum(lag_sum_s)::float8 AS lag_sum_s, max(lag_max_s)::float8 AS lag_max_s`;
 
+const ROLLUP_COLUMNS = ['scheduled', 'triggered', 'skipped', 'missed', 'late', 'lag_sum_s'];
+
 /**
- * Adds the occurrences a statement takes out of the ledger (`from`, with the columns of `gone`) to a
- * rollup table grouped by `key`: the counts and lateness sums read back below. `extra` columns (the
- * day table's tenant) follow the key.
+ * The rollup columns of the occurrences in `from` (with the columns of `gone`: state, scheduled,
+ * lag) grouped by the two `keyExpressions`; `extra` (the day table's tenant) follows the key.
  */
-export function rollupAdd(
-  table: string,
-  keyColumns: string,
-  keyExpressions: string,
-  extra?: string,
-  from = 'gone',
-): string {
-  const columns = ['scheduled', 'triggered', 'skipped', 'missed', 'late', 'lag_sum_s'];
-  const add = columns.map((c) => `${c} = r.${c} + EXCLUDED.${c}`).join(', ');
-  const extraColumn = extra === undefined ? '' : ', tenant_id';
-  const extraValue = extra === undefined ? '' : `, ${extra}`;
-  return `INSERT INTO ${table} AS r (${keyColumns}${extraColumn}, ${columns.join(', ')}, lag_max_s)
-             SELECT ${keyExpressions}${extraValue},
-                    count(*) FILTER (WHERE scheduled), count(*) FILTER (WHERE state = 'enqueued' AND NOT scheduled),
-                    count(*) FILTER (WHERE state = 'skipped'), count(*) FILTER (WHERE state = 'missed'),
-                    count(*) FILTER (WHERE scheduled AND lag > 2),
-                    coalesce(sum(lag) FILTER (WHERE scheduled), 0), coalesce(max(lag) FILTER (WHERE scheduled), 0)
-               FROM ${from} GROUP BY 1, 2
-             ON CONFLICT (${keyColumns}) DO UPDATE SET ${add}, lag_max_s = greatest(r.lag_max_s, EXCLUDED.lag_max_s)
-             RETURNING 1`;
+export function rollupSums(from: string, keyExpressions: string, extra?: string): string {
+  return `SELECT ${keyExpressions}${extra === undefined ? '' : `, ${extra} AS tenant_id`},
+                 count(*) FILTER (WHERE scheduled) AS scheduled,
+                 count(*) FILTER (WHERE state = 'enqueued' AND NOT scheduled) AS triggered,
+                 count(*) FILTER (WHERE state = 'skipped') AS skipped,
+                 count(*) FILTER (WHERE state = 'missed') AS missed,
+                 count(*) FILTER (WHERE scheduled AND lag > 2) AS late,
+                 coalesce(sum(lag) FILTER (WHERE scheduled), 0) AS lag_sum_s,
+                 coalesce(max(lag) FILTER (WHERE scheduled), 0) AS lag_max_s
+            FROM ${from} GROUP BY 1, 2`;
+}
+
+/** Adds the rows of `sums` (rollupSums' columns; `tenant` when it has the tenant) to a rollup table. */
+export function rollupUpsert(table: string, keyColumns: string, tenant: boolean, sums: string): string {
+  const add = ROLLUP_COLUMNS.map((c) => `${c} = r.${c} + EXCLUDED.${c}`).join(', ');
+  return `INSERT INTO ${table} AS r (${keyColumns}${tenant ? ', tenant_id' : ''}, ${ROLLUP_COLUMNS.join(', ')}, lag_max_s)
+          ${sums}
+          ON CONFLICT (${keyColumns}) DO UPDATE SET ${add}, lag_max_s = greatest(r.lag_max_s, EXCLUDED.lag_max_s)
+          RETURNING 1`;
+}
+
+/**
+ * Adds the occurrences a statement takes out of the ledger (`gone`) to a rollup table grouped by
+ * `key`: the counts and lateness sums read back below. `extra` (the day table's tenant) follows
+ * the key.
+ */
+export function rollupAdd(table: string, keyColumns: string, keyExpressions: string, extra?: string): string {
+  return rollupUpsert(table, keyColumns, extra !== undefined, rollupSums('gone', keyExpressions, extra));
 }
 
 /**
