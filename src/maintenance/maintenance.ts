@@ -36,6 +36,7 @@ import {
   occurrenceSliceDueIn,
   occurrenceSliceEnsure,
   occurrenceSliceList,
+  occurrenceSliceSumStep,
 } from '../store/occurrence-slices.ts';
 import type { Fence } from '../store/occurrences.ts';
 import { withMovedRowRetry, type Pool } from '../store/pool.ts';
@@ -101,8 +102,9 @@ interface SliceProgress {
    */
   sliceJobs?: number;
   /**
-   * The statement dropped a slice: for jobs `deleted` is its jobs, reported before by `sliceJobs`;
-   * for occurrences, its rows, reported only here.
+   * For jobs, the statement dropped a slice: `deleted` is its jobs, reported before by `sliceJobs`.
+   * For occurrences, a step of a slice's sum: `deleted` is the rows it took out of the ledger's
+   * readings into the rollups, reported only here (the slice itself is dropped after its last step).
    */
   wholeSlice?: boolean;
 }
@@ -552,9 +554,10 @@ export class Maintenance {
   }
 
   /**
-   * Sums into the rollups and drops each due slice of the ledger, oldest first. Returns the fire
-   * time from which the rows are the walk's: the end of the last slice that is due or comes due
-   * within SLICE_WAIT_S (its rows wait for it), null when there is none; `lost` when the term was.
+   * Sums into the rollups, step by paced step, and then drops each due slice of the ledger, oldest
+   * first. Returns the fire time from which the rows are the walk's: the end of the last slice that
+   * is due or comes due within SLICE_WAIT_S (its rows wait for it), null when there is none; `lost`
+   * when the term was.
    */
   async #dropOccurrenceSlices(retentionS: number, count: Count): Promise<Date | null | 'lost'> {
     const slices = await occurrenceSliceList(this.#pool);
@@ -565,20 +568,29 @@ export class Maintenance {
       if (s > SLICE_WAIT_S) break;
       from = slice.to;
       if (s > 0) continue;
+      let rows = 0;
+      for (;;) {
+        const step = await this.#batch(
+          'occurrences',
+          (fence) => occurrenceSliceSumStep(this.#pool, fence, slice, this.#now(), retentionS),
+          (r) => r.rows ?? 0,
+          count,
+          () => ({ wholeSlice: true }),
+        );
+        if (step === null) return 'lost';
+        rows += step.rows ?? 0;
+        if (step.summed || step.rows === null) break;
+      }
       const r = await this.#batch(
         'occurrences',
         (fence) => occurrenceSliceDropDue(this.#pool, fence, slice, this.#now(), retentionS),
-        (r) => r.rows ?? 0,
+        () => 0,
         count,
-        () => ({ wholeSlice: true }),
       );
       if (r === null) return 'lost';
-      // The ledger was busy: the slice's rows wait for the next pass.
-      if (r.rows === null) continue;
-      this.#log.info(
-        { slice: slice.name, rows: r.rows },
-        'occurrence slice dropped whole, every row in it due',
-      );
+      // Busy, or a step was: the slice waits for the next pass, its rows summed so far out of reach.
+      if (!r.dropped) continue;
+      this.#log.info({ slice: slice.name, rows }, 'occurrence slice summed and dropped, every row in it due');
     }
     return from;
   }

@@ -4,6 +4,7 @@
  * its rollups (0021), jobs finished and attempts failed by finish time, and the backlog (jobs due
  * and not yet started) rebuilt from the jobs' own times.
  */
+import { notSummed } from './occurrence-rollup.ts';
 import type { Queryable } from './pool.ts';
 
 export interface HistoryRange {
@@ -29,7 +30,8 @@ export interface LagMinute {
 /**
  * Lateness percentiles per minute of fire time: computed over the ledger's rows where they are
  * still there (a BRIN range read, occurrences_fire_brin), and the rollup's mean and max for minutes
- * retention has pruned. A minute is in one or the other, never both (the prune moves it).
+ * retention has pruned. A minute is in one or the other, never both (the prune moves it; a slice
+ * summed in steps leaves the ledger's side as it goes).
  */
 export async function historyLagPerMinute(db: Queryable, range: HistoryRange): Promise<LagMinute[]> {
   const { rows } = await db.query<{ at: Date; count: number; p50: number; p99: number; exact: boolean }>({
@@ -40,7 +42,7 @@ export async function historyLagPerMinute(db: Queryable, range: HistoryRange): P
              FROM occurrences o
             CROSS JOIN LATERAL (SELECT greatest(0, extract(epoch FROM o.materialised_at - o.fire_at)) AS s) l
             WHERE o.fire_at >= $1 AND o.fire_at < $2 AND o.state = 'enqueued' AND o.source = 'schedule'
-              AND NOT o.backfill
+              AND NOT o.backfill AND ${notSummed('o')}
               AND ($3::text IS NULL OR (SELECT s.tenant_id FROM schedules s WHERE s.id = o.schedule_id) = $3)
             GROUP BY 1
            UNION ALL

@@ -1,7 +1,8 @@
 /**
  * Lateness over time, read from what the ledger holds now and from what retention rolled up before
- * deleting (occurrence_minutes, occurrence_days; 0021). Each occurrence is in exactly one of the two
- * (the pruning statement moves it), so the sums are exact across the retention boundary.
+ * deleting (occurrence_minutes, occurrence_days; 0021). Each occurrence is counted in exactly one of
+ * the two (the pruning statement moves it; a slice summed in steps is left out of the ledger's side
+ * as it goes), so the sums are exact across the retention boundary.
  */
 import type { Queryable } from './pool.ts';
 
@@ -43,6 +44,15 @@ function bucket(r: BucketRow): LatenessBucket {
     lagMeanS: r.scheduled > 0 ? r.lag_sum_s / r.scheduled : 0,
     lagMaxS: r.lag_max_s,
   };
+}
+
+/**
+ * The ledger rows `alias` that are not in the rollups yet: a slice summed in steps keeps its rows
+ * until it is dropped, those that fired before occurrence_summed.before already counted there (0038).
+ * The default partition is never summed in steps.
+ */
+export function notSummed(alias: string): string {
+  return `(${alias}.fire_at >= (SELECT before FROM occurrence_summed) OR ${alias}.tableoid = 'occurrences_default'::regclass)`;
 }
 
 /** The live rows' aggregate columns, in the rollup tables' order. */
@@ -115,7 +125,7 @@ export async function occurrenceLatenessPerMinute(
              UNION ALL
              SELECT date_trunc('minute', o.fire_at), ${LIVE_COLUMNS}
                FROM occurrences o
-              WHERE o.fire_at >= $1 AND o.fire_at < $2
+              WHERE o.fire_at >= $1 AND o.fire_at < $2 AND ${notSummed('o')}
                 -- A tenant's read looks up each row's schedule by primary key; an admin's reads none.
                 AND ($3::text IS NULL OR (SELECT s.tenant_id FROM schedules s WHERE s.id = o.schedule_id) = $3)
               GROUP BY 1
@@ -145,11 +155,13 @@ export async function occurrenceLatenessBySchedule(
              SELECT date_trunc('day', o.fire_at, 'UTC'), ${LIVE_COLUMNS}
                -- One branch per source: each is the predicate of one of the two partial
                -- (schedule_id, fire_at) indexes (0002), which a query naming neither could not use.
-               FROM (SELECT * FROM occurrences
+               FROM (SELECT * FROM occurrences l
                       WHERE schedule_id = $1 AND source = 'schedule' AND fire_at >= $2 AND fire_at < $3
+                        AND ${notSummed('l')}
                      UNION ALL
-                     SELECT * FROM occurrences
-                      WHERE schedule_id = $1 AND source = 'trigger' AND fire_at >= $2 AND fire_at < $3) o
+                     SELECT * FROM occurrences l
+                      WHERE schedule_id = $1 AND source = 'trigger' AND fire_at >= $2 AND fire_at < $3
+                        AND ${notSummed('l')}) o
               GROUP BY 1
            ) b
            GROUP BY at ORDER BY at DESC LIMIT $4`,

@@ -14,6 +14,12 @@ import { rollupSums, rollupUpsert } from './occurrence-rollup.ts';
 /** Seconds per slice: a day, ~43 million rows at the source document's 500 a second. */
 export const OCCURRENCE_SLICE_S = 86_400;
 
+/**
+ * Rows a step of a slice's sum adds to the rollups: ~25 ms at the ~400,000 rows a second one
+ * statement over a slice ran here; a day at 500 a second is 4,320 steps.
+ */
+export const OCCURRENCE_SUM_STEP_ROWS = 10_000;
+
 /** The partition that takes fire times no slice covers. */
 const OCCURRENCE_DEFAULT_SLICE = 'occurrences_default';
 
@@ -121,22 +127,94 @@ function sliceName(from: Date): string {
 export interface OccurrenceSliceDrop {
   /** False when the fence no longer held: nothing changed. */
   fenced: boolean;
-  /** The rows the slice held, summed and dropped; null when it was not due or the ledger was busy. */
+  /** Whether the slice is gone; false when it was not due, not summed to its end yet, or the ledger was busy. */
+  dropped: boolean;
+}
+
+export interface OccurrenceSliceSumStep {
+  /** False when the fence no longer held: nothing changed. */
+  fenced: boolean;
+  /** Rows this step added to the rollups; null when the slice was not due or was busy. */
   rows: number | null;
+  /** Whether every row of the slice is in the rollups now (occurrenceSliceDropDue's turn). */
+  summed: boolean;
 }
 
 /** Attempts at the ledger's lock before the drop gives up until the next pass. */
 const DETACH_ATTEMPTS = 5;
 
+/** The trigger a slice being summed carries (migration 0038). */
+const SUMMED_TRIGGER = 'occurrences_summed';
+
 /**
- * Drops `slice` whole when every fire time in it is more than `retentionS` before `now` (null: the
- * database's clock): in one transaction, fenced by the maintenance lease, its rows' lateness is
- * added to occurrence_minutes and occurrence_days, then it is detached and dropped, so a reader sees
- * each occurrence in the ledger or in the rollups, never both or neither. The slice is locked
- * against writes first (only a backfill of fire times that old writes there), so no row joins it
- * after it is summed. DETACH takes the whole ledger for itself for a moment: each try waits at most
- * `lockTimeoutMs` (the scheduler's writes queue behind the wait), and after DETACH_ATTEMPTS the drop
- * is `busy` and the next pass sums the slice again.
+ * One step of summing a due `slice` into the lateness rollups: in a transaction fenced by the
+ * maintenance lease, the rows that fired from occurrence_summed.before on for about `stepRows` rows
+ * (a span of fire time sized by the slice's row estimate; all of it when the slice has none) are
+ * added to occurrence_minutes and occurrence_days, and `before` moves past them. From then on the
+ * readers leave those rows out of the ledger, so each occurrence counts once. The slice is locked
+ * against writes for the step (only a backfill of fire times that old writes there); a backfill of a
+ * fire time the steps have passed adds itself to the rollups (0038's trigger, created by the first
+ * step). Steps are short and the caller paces them; one statement over a day took 2.4-3.9 s for
+ * 1.25 million rows.
+ */
+export async function occurrenceSliceSumStep(
+  pool: Pool,
+  fence: Fence,
+  slice: OccurrenceSlice,
+  now: Date | null,
+  retentionS: number,
+  stepRows = OCCURRENCE_SUM_STEP_ROWS,
+  lockTimeoutMs = 200,
+): Promise<OccurrenceSliceSumStep> {
+  if (!(await sliceDue(pool, slice, now, retentionS))) return { fenced: true, rows: null, summed: false };
+  const r = await partitionChangeFenced(pool, fence, lockTimeoutMs, async (client) => {
+    const { rows } = await client.query<{ trigger: boolean }>(
+      `SELECT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = $1::regclass AND tgname = $2) AS trigger`,
+      [`"${slice.name}"`, SUMMED_TRIGGER],
+    );
+    if (rows[0]?.trigger !== true) {
+      await client.query(
+        `CREATE TRIGGER ${SUMMED_TRIGGER} AFTER INSERT ON "${slice.name}"
+           FOR EACH ROW EXECUTE FUNCTION tidemark_occurrence_summed_insert()`,
+      );
+    }
+    await client.query(`LOCK TABLE "${slice.name}" IN SHARE MODE`);
+    // The span that holds about stepRows rows at the slice's mean rate (its row estimate over its
+    // span; the first slice's span starts at its oldest row by id), up to the next whole minute: a
+    // minute summed in two steps would read as two in historyLagPerMinute while between them.
+    // The bounds go back as text, read by the same session: '-infinity' has no Date.
+    const { rows: span } = await client.query<{ from: string; to: string; done: boolean; last: boolean }>(
+      `SELECT b.from::text AS from, b.to::text AS to, b.from >= $2 AS done, b.to >= $2 AS last
+         FROM (SELECT m.before AS from,
+                      least($2::timestamptz, date_trunc('minute', greatest(m.before, o.origin) + make_interval(secs =>
+                        CASE WHEN c.reltuples > $3 THEN $3 * o.span_s / c.reltuples ELSE o.span_s END)
+                        + interval '1 minute' - interval '1 microsecond')) AS to
+                 FROM occurrence_summed m, pg_class c,
+                      LATERAL (SELECT origin, date_part('epoch', $2::timestamptz - origin) AS span_s
+                                 FROM (SELECT coalesce($4::timestamptz,
+                                                       (SELECT fire_at FROM "${slice.name}" ORDER BY id LIMIT 1),
+                                                       $2::timestamptz) AS origin) x) o
+                WHERE c.oid = $1::regclass
+                  FOR NO KEY UPDATE OF m) b`,
+      [`"${slice.name}"`, slice.to, stepRows, slice.from],
+    );
+    const step = span[0];
+    if (step === undefined) throw new Error('occurrence_summed has no row');
+    if (step.done) return { rows: 0, summed: true };
+    const n = await sliceRollup(client, slice.name, step.from, step.to);
+    await client.query(`UPDATE occurrence_summed SET before = $1`, [step.to]);
+    return { rows: n, summed: step.last };
+  });
+  if (r === 'fenced') return { fenced: false, rows: null, summed: false };
+  if (r === 'busy') return { fenced: true, rows: null, summed: false };
+  return { fenced: true, ...r };
+}
+
+/**
+ * Drops `slice` once it is due and summed to its end (occurrenceSliceSumStep): in a transaction
+ * fenced by the maintenance lease it is locked against writes, detached and dropped. DETACH takes
+ * the whole ledger for itself for a moment: each try waits at most `lockTimeoutMs` (the scheduler's
+ * writes queue behind the wait), and after DETACH_ATTEMPTS the drop waits for the next pass.
  */
 export async function occurrenceSliceDropDue(
   pool: Pool,
@@ -146,30 +224,44 @@ export async function occurrenceSliceDropDue(
   retentionS: number,
   lockTimeoutMs = 200,
 ): Promise<OccurrenceSliceDrop> {
+  if (!(await sliceDue(pool, slice, now, retentionS))) return { fenced: true, dropped: false };
+  const r = await partitionChangeFenced(pool, fence, lockTimeoutMs, async (client) => {
+    await client.query(`LOCK TABLE "${slice.name}" IN SHARE MODE`);
+    const { rows } = await client.query<{ summed: boolean }>(
+      `SELECT before >= $1::timestamptz AS summed FROM occurrence_summed`,
+      [slice.to],
+    );
+    if (rows[0]?.summed !== true) return false;
+    await lockLedger(client);
+    await client.query(`ALTER TABLE occurrences DETACH PARTITION "${slice.name}"`);
+    await client.query(`DROP TABLE "${slice.name}"`);
+    return true;
+  });
+  if (r === 'fenced') return { fenced: false, dropped: false };
+  return { fenced: true, dropped: r === true };
+}
+
+/** Whether every fire time in `slice` is more than `retentionS` before `now` (null: the database's clock). */
+async function sliceDue(
+  pool: Pool,
+  slice: OccurrenceSlice,
+  now: Date | null,
+  retentionS: number,
+): Promise<boolean> {
   const { rows } = await pool.query<{ due: boolean }>(
     `SELECT $1::timestamptz <= coalesce($2::timestamptz, clock_timestamp()) - make_interval(secs => $3) AS due`,
     [slice.to, now, retentionS],
   );
-  if (rows[0]?.due !== true) return { fenced: true, rows: null };
-  const r = await partitionChangeFenced(pool, fence, lockTimeoutMs, async (client) => {
-    await client.query(`LOCK TABLE "${slice.name}" IN SHARE MODE`);
-    const n = await sliceRollup(client, slice.name);
-    await lockLedger(client);
-    await client.query(`ALTER TABLE occurrences DETACH PARTITION "${slice.name}"`);
-    await client.query(`DROP TABLE "${slice.name}"`);
-    return n;
-  });
-  if (r === 'fenced') return { fenced: false, rows: null };
-  return { fenced: true, rows: r === 'busy' ? null : r };
+  return rows[0]?.due === true;
 }
 
 /**
- * Adds every row of the slice to the lateness rollups; returns how many rows it holds. Each rollup
- * reads the slice on its own: a CTE both read would be written out whole first (80 MB of temporary
- * files for 1.25 million rows, whose writeback stalled the claim path's commits for up to 120 ms).
- * One statement of two aggregations by hash, so its memory stays that of the groups.
+ * Adds the slice's rows that fired in [from, to) to the lateness rollups; returns how many. Each
+ * rollup reads the rows on its own: a CTE both read would be written out whole first (80 MB of
+ * temporary files for 1.25 million rows, whose writeback stalled the claim path's commits for up
+ * to 120 ms). One statement of two aggregations by hash, so its memory stays that of the groups.
  */
-async function sliceRollup(client: PoolClient, name: string): Promise<number> {
+async function sliceRollup(client: PoolClient, name: string, from: string, to: string): Promise<number> {
   const { rows } = await client.query<{ n: number | null }>(
     `WITH o AS NOT MATERIALIZED (
        SELECT o.schedule_id, o.fire_at, o.state, coalesce(s.tenant_id, '') AS tenant_id,
@@ -178,6 +270,7 @@ async function sliceRollup(client: PoolClient, name: string): Promise<number> {
               -- value for an interval of hours and seconds.
               greatest(0, date_part('epoch', o.materialised_at - o.fire_at)) AS lag
          FROM "${name}" o LEFT JOIN schedules s ON s.id = o.schedule_id
+        WHERE o.fire_at >= $1::timestamptz AND o.fire_at < $2::timestamptz
      ), minutes AS (
        ${rollupUpsert('occurrence_minutes', 'minute, tenant_id', false, rollupSums('o', "date_trunc('minute', fire_at), tenant_id"))}
      ), day_sums AS (
@@ -185,8 +278,9 @@ async function sliceRollup(client: PoolClient, name: string): Promise<number> {
      ), days AS (
        ${rollupUpsert('occurrence_days', 'schedule_id, day', true, 'SELECT * FROM day_sums')}
      )
-     -- Every state is counted in one of the four: the slice's rows, without a third read of it.
+     -- Every state is counted in one of the four: the rows summed, without a third read of them.
      SELECT (SELECT sum(scheduled + triggered + skipped + missed) FROM day_sums)::float8 AS n`,
+    [from, to],
   );
   return rows[0]?.n ?? 0;
 }

@@ -16,7 +16,7 @@
  */
 import { ID_MAX } from './id-bounds.ts';
 import type { Fence } from './occurrences.ts';
-import { rollupAdd } from './occurrence-rollup.ts';
+import { notSummed, rollupAdd } from './occurrence-rollup.ts';
 import type { Queryable } from './pool.ts';
 
 /** Seconds per retention key; negative: kept forever. `d` default, `q` per queue, `t` per tenant. */
@@ -201,7 +201,7 @@ export interface OccurrencePruneResult {
  * default). `horizonS` is the shortest occurrence retention: ids follow fire times (rows are written
  * at their fire time), so a page of only younger rows ends the pass. The slices before `from` are
  * left to go whole (store/occurrence-slices.ts): the walk reads the slices' rows from `from` on and
- * the default partition's rows of any fire time. The deleted rows are added to occurrence_minutes
+ * the default partition's rows of any fire time, and never a slice's rows already summed (0038). The deleted rows are added to occurrence_minutes
  * and occurrence_days in the same statement, so the aggregate holds each row exactly once whatever
  * happens to the process.
  */
@@ -231,8 +231,8 @@ export async function occurrencePruneBatch(
                        WHERE id > $6 AND fire_at < $9 ORDER BY id LIMIT $7)
                      UNION ALL
                      -- Not read at all when every slice from \`from\` on fired after the horizon.
-                     (SELECT id, fire_at, schedule_id FROM occurrences
-                       WHERE id > $6 AND fire_at >= $9
+                     (SELECT id, fire_at, schedule_id FROM occurrences l
+                       WHERE id > $6 AND fire_at >= $9 AND ${notSummed('l')}
                          AND $9 < (SELECT now FROM t) - make_interval(secs => $8)
                        ORDER BY id LIMIT $7)) o
               CROSS JOIN t

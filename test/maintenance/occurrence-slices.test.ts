@@ -16,10 +16,12 @@ import {
   occurrenceLatenessBySchedule,
   occurrenceLatenessPerMinute,
 } from '../../src/store/occurrence-rollup.ts';
+import { historyLagPerMinute } from '../../src/store/history.ts';
 import {
   occurrenceSliceAttach,
   occurrenceSliceDropDue,
   occurrenceSliceList,
+  occurrenceSliceSumStep,
 } from '../../src/store/occurrence-slices.ts';
 import { withTransaction, type Pool } from '../../src/store/pool.ts';
 import { createTestDatabase } from '../support/db.ts';
@@ -140,42 +142,139 @@ test('an override keeping some occurrences longer leaves the slices to the row w
   assert.equal(await count(pool, 'SELECT count(*) FROM occurrences WHERE schedule_id = $1', [kept]), 1);
 });
 
-test('a backfill writing into a due slice holds its drop off until it commits, then is summed with it', async () => {
+/** A maintenance fence of its own, with its lease row. */
+async function fenceFor(
+  pool: Pool,
+  lease: string,
+): Promise<{ lease: string; holder: string; epoch: number }> {
+  const fence = { lease, holder: 'h', epoch: 1 };
+  await pool.query(
+    `INSERT INTO leases (name, holder, epoch, expires_at) VALUES ($1, $2, $3, now() + interval '1 minute')`,
+    [fence.lease, fence.holder, fence.epoch],
+  );
+  return fence;
+}
+
+test('a backfill writing into a due slice holds its sum off until it commits; one written after a step adds itself', async () => {
   const { pool } = await createTestDatabase();
   await sliceLedger(pool, -40, 3);
   const s = await insertSchedule(pool, 'backfilled');
   await insertOccurrences(pool, s, [{ fireAt: at(-35, 1), lagMs: 1_000 }]);
+  const [slice] = (await occurrenceSliceList(pool)).filter((x) => x.to.getTime() === day(-34).getTime());
+  assert.ok(slice);
+  const fence = await fenceFor(pool, 'occurrence-slices-backfill');
   const writer = await pool.connect();
   try {
     await writer.query('BEGIN');
     await insertOccurrences(writer, s, [{ fireAt: at(-35, 2), lagMs: 2_000 }]);
-    const [slice] = (await occurrenceSliceList(pool)).filter((x) => x.to.getTime() === day(-34).getTime());
-    assert.ok(slice);
-    const fence = { lease: 'occurrence-slices-backfill', holder: 'h', epoch: 1 };
-    await pool.query(
-      `INSERT INTO leases (name, holder, epoch, expires_at) VALUES ($1, $2, $3, now() + interval '1 minute')`,
-      [fence.lease, fence.holder, fence.epoch],
-    );
-    const busy = await occurrenceSliceDropDue(pool, fence, slice, T, 30 * 86_400, 50);
-    assert.deepEqual(busy, { fenced: true, rows: null });
-    assert.ok((await occurrenceSliceList(pool)).some((x) => x.name === slice.name));
+    const busy = await occurrenceSliceSumStep(pool, fence, slice, T, 30 * 86_400, 100, 50);
+    assert.deepEqual(busy, { fenced: true, rows: null, summed: false });
     await writer.query('COMMIT');
-    // A stale epoch drops nothing.
-    assert.deepEqual(await occurrenceSliceDropDue(pool, { ...fence, epoch: 2 }, slice, T, 30 * 86_400), {
-      fenced: false,
-      rows: null,
-    });
-    assert.deepEqual(await occurrenceSliceDropDue(pool, fence, slice, T, 30 * 86_400), {
-      fenced: true,
-      rows: 2,
-    });
   } finally {
     writer.release();
   }
+  // A stale epoch sums nothing.
+  assert.deepEqual(await occurrenceSliceSumStep(pool, { ...fence, epoch: 2 }, slice, T, 30 * 86_400), {
+    fenced: false,
+    rows: null,
+    summed: false,
+  });
+  assert.deepEqual(await occurrenceSliceSumStep(pool, fence, slice, T, 30 * 86_400), {
+    fenced: true,
+    rows: 2,
+    summed: true,
+  });
+  // Summed, not yet dropped: a backfill of a fire time the sum has passed counts itself.
+  await insertOccurrences(pool, s, [{ fireAt: at(-35, 3), lagMs: 3_000 }]);
+  assert.deepEqual(await occurrenceSliceDropDue(pool, { ...fence, epoch: 2 }, slice, T, 30 * 86_400), {
+    fenced: false,
+    dropped: false,
+  });
+  assert.deepEqual(await occurrenceSliceDropDue(pool, fence, slice, T, 30 * 86_400), {
+    fenced: true,
+    dropped: true,
+  });
+  assert.ok(!(await occurrenceSliceList(pool)).some((x) => x.name === slice.name));
   const [b] = await occurrenceLatenessBySchedule(pool, s, { from: at(-36), to: T, limit: 10 });
-  assert.equal(b?.scheduled, 2);
-  assert.equal(b?.lagMaxS, 2);
-  assert.equal(b?.lagMeanS, 1.5);
+  assert.equal(b?.scheduled, 3);
+  assert.equal(b?.lagMaxS, 3);
+  assert.equal(b?.lagMeanS, 2);
+});
+
+test('a slice summed in steps reads the same before, between and after them, beside a row walk', async () => {
+  const { pool } = await createTestDatabase();
+  await sliceLedger(pool, -40, 3);
+  const s = await insertSchedule(pool, 'stepped', 'acme');
+  // 240 rows over the day of D-35, one every 6 minutes, with lateness of 0-5 s.
+  await insertOccurrences(
+    pool,
+    s,
+    Array.from({ length: 240 }, (_, i) => ({ fireAt: at(-35, i / 10), lagMs: (i % 6) * 1_000 })),
+  );
+  const [slice] = (await occurrenceSliceList(pool)).filter((x) => x.to.getTime() === day(-34).getTime());
+  assert.ok(slice);
+  await pool.query(`ANALYZE "${slice.name}"`);
+  const range = { from: at(-36), to: T, limit: 10_000 };
+  const read = async (): Promise<unknown[]> => [
+    await occurrenceLatenessPerMinute(pool, { ...range, tenantId: 'acme' }),
+    await occurrenceLatenessPerMinute(pool, range),
+    await occurrenceLatenessBySchedule(pool, s, range),
+    (await historyLagPerMinute(pool, range)).map((m) => ({ at: m.at, count: m.count })),
+  ];
+  let before = await read();
+  const fence = await fenceFor(pool, 'occurrence-slices-steps');
+  const steps: number[] = [];
+  let walked = 0;
+  for (;;) {
+    const step = await occurrenceSliceSumStep(pool, fence, slice, T, 30 * 86_400, 60);
+    assert.ok(step.rows !== null);
+    steps.push(step.rows);
+    assert.deepEqual(await read(), before, `after step ${steps.length}`);
+    if (step.summed) break;
+    // The drop waits for the last step.
+    assert.deepEqual(await occurrenceSliceDropDue(pool, fence, slice, T, 30 * 86_400), {
+      fenced: true,
+      dropped: false,
+    });
+    if (steps.length === 1) {
+      // A backfill in flight holds the next step off; committed, it is summed with its minute.
+      const writer = await pool.connect();
+      try {
+        await writer.query('BEGIN');
+        await insertOccurrences(writer, s, [{ fireAt: at(-35, 23.95), lagMs: 9_000 }]);
+        assert.deepEqual(await occurrenceSliceSumStep(pool, fence, slice, T, 30 * 86_400, 60, 50), {
+          fenced: true,
+          rows: null,
+          summed: false,
+        });
+        await writer.query('COMMIT');
+      } finally {
+        writer.release();
+      }
+      before = await read();
+    }
+    if (steps.length === 2) {
+      // An override appears between steps: the row walk then reads every slice, and takes the
+      // rows not summed yet (due at 31 days too) but not those summed already.
+      const pass = maintenance(pool, { queues: { q: { occurrences: '31d' } } });
+      walked = (await pass.runPass()).deleted.occurrences;
+      await pass.stop();
+      assert.deepEqual(await read(), before, 'after the row walk');
+    }
+  }
+  // About 60 rows a step (six hours), each ending on a whole minute; the walk took the rest.
+  assert.deepEqual(
+    steps.slice(0, 2).map((n) => n >= 50 && n <= 70),
+    [true, true],
+    `steps ${steps.join(', ')}`,
+  );
+  assert.equal(steps.reduce((a, b) => a + b, 0) + walked, 241);
+  assert.ok(walked > 0);
+  assert.deepEqual(await occurrenceSliceDropDue(pool, fence, slice, T, 30 * 86_400), {
+    fenced: true,
+    dropped: true,
+  });
+  assert.deepEqual(await read(), before);
 });
 
 test('slices are attached two days ahead of the clock, after fire times that outran them', async () => {
