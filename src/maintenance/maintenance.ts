@@ -563,11 +563,13 @@ export class Maintenance {
     const slices = await occurrenceSliceList(this.#pool);
     const dueIn = await occurrenceSliceDueIn(this.#pool, slices, this.#now(), retentionS);
     let from: Date | null = null;
+    // Slices are summed oldest first: one that is not dropped holds back those after it.
+    let held = false;
     for (const [i, slice] of slices.entries()) {
       const s = dueIn[i] ?? Infinity;
       if (s > SLICE_WAIT_S) break;
       from = slice.to;
-      if (s > 0) continue;
+      if (s > 0 || held) continue;
       let rows = 0;
       for (;;) {
         const step = await this.#batch(
@@ -589,7 +591,10 @@ export class Maintenance {
       );
       if (r === null) return 'lost';
       // Busy, or a step was: the slice waits for the next pass, its rows summed so far out of reach.
-      if (!r.dropped) continue;
+      if (!r.dropped) {
+        held = true;
+        continue;
+      }
       this.#log.info({ slice: slice.name, rows }, 'occurrence slice summed and dropped, every row in it due');
     }
     return from;

@@ -135,7 +135,7 @@ export interface OccurrenceSliceDrop {
 export interface OccurrenceSliceSumStep {
   /** False when the fence no longer held: nothing changed. */
   fenced: boolean;
-  /** Rows this step added to the rollups; null when the slice was not due or was busy. */
+  /** Rows this step added to the rollups; null when the slice was not due, not the oldest, or busy. */
   rows: number | null;
   /** Whether every row of the slice is in the rollups now (occurrenceSliceDropDue's turn). */
   summed: boolean;
@@ -148,8 +148,8 @@ const DETACH_ATTEMPTS = 5;
 const SUMMED_TRIGGER = 'occurrences_summed';
 
 /**
- * One step of summing a due `slice` into the lateness rollups: in a transaction fenced by the
- * maintenance lease, the rows that fired from occurrence_summed.before on for about `stepRows` rows
+ * One step of summing a due `slice`, the oldest, into the lateness rollups: in a transaction fenced
+ * by the maintenance lease, the rows that fired from occurrence_summed.before on for about `stepRows` rows
  * (a span of fire time sized by the slice's row estimate; all of it when the slice has none) are
  * added to occurrence_minutes and occurrence_days, and `before` moves past them. From then on the
  * readers leave those rows out of the ledger, so each occurrence counts once. The slice is locked
@@ -169,6 +169,8 @@ export async function occurrenceSliceSumStep(
 ): Promise<OccurrenceSliceSumStep> {
   if (!(await sliceDue(pool, slice, now, retentionS))) return { fenced: true, rows: null, summed: false };
   const r = await partitionChangeFenced(pool, fence, lockTimeoutMs, async (client) => {
+    // `before` is one value for every slice: a step may only move it through the oldest slice.
+    if ((await occurrenceSliceList(client))[0]?.name !== slice.name) return null;
     const { rows } = await client.query<{ trigger: boolean }>(
       `SELECT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = $1::regclass AND tgname = $2) AS trigger`,
       [`"${slice.name}"`, SUMMED_TRIGGER],
@@ -207,7 +209,7 @@ export async function occurrenceSliceSumStep(
     return { rows: n, summed: step.last };
   });
   if (r === 'fenced') return { fenced: false, rows: null, summed: false };
-  if (r === 'busy') return { fenced: true, rows: null, summed: false };
+  if (r === 'busy' || r === null) return { fenced: true, rows: null, summed: false };
   return { fenced: true, ...r };
 }
 

@@ -157,7 +157,7 @@ async function fenceFor(
 
 test('a backfill writing into a due slice holds its sum off until it commits; one written after a step adds itself', async () => {
   const { pool } = await createTestDatabase();
-  await sliceLedger(pool, -40, 3);
+  await sliceLedger(pool, -35, 3);
   const s = await insertSchedule(pool, 'backfilled');
   await insertOccurrences(pool, s, [{ fireAt: at(-35, 1), lagMs: 1_000 }]);
   const [slice] = (await occurrenceSliceList(pool)).filter((x) => x.to.getTime() === day(-34).getTime());
@@ -203,7 +203,7 @@ test('a backfill writing into a due slice holds its sum off until it commits; on
 
 test('a slice summed in steps reads the same before, between and after them, beside a row walk', async () => {
   const { pool } = await createTestDatabase();
-  await sliceLedger(pool, -40, 3);
+  await sliceLedger(pool, -35, 3);
   const s = await insertSchedule(pool, 'stepped', 'acme');
   // 240 rows over the day of D-35, one every 6 minutes, with lateness of 0-5 s.
   await insertOccurrences(
@@ -274,6 +274,51 @@ test('a slice summed in steps reads the same before, between and after them, bes
     fenced: true,
     dropped: true,
   });
+  assert.deepEqual(await read(), before);
+});
+
+test('slices are summed oldest first: one held back by a backfill holds back the next', async () => {
+  const { pool } = await createTestDatabase();
+  await sliceLedger(pool, -35, 3);
+  const s = await insertSchedule(pool, 'ordered', 'acme');
+  await insertOccurrences(pool, s, [
+    { fireAt: at(-35, 1), lagMs: 1_000 },
+    { fireAt: at(-34, 1), lagMs: 2_000 },
+  ]);
+  const range = { from: at(-36), to: T, limit: 1_000 };
+  const read = async (): Promise<unknown[]> => [
+    await occurrenceLatenessPerMinute(pool, { ...range, tenantId: 'acme' }),
+    await occurrenceLatenessBySchedule(pool, s, range),
+  ];
+  const writer = await pool.connect();
+  try {
+    await writer.query('BEGIN');
+    await insertOccurrences(writer, s, [{ fireAt: at(-35, 2), lagMs: 3_000 }]);
+    const m = maintenance(pool);
+    await m.runPass();
+    await m.stop();
+    // The oldest slice was busy: the next, due too, was not summed past it.
+    assert.equal((await sliceStarts(pool))[0], -35);
+    assert.equal(await count(pool, `SELECT count(*) FROM occurrences WHERE fire_at >= $1`, [day(-34)]), 1);
+    assert.equal(await count(pool, `SELECT count(*) FROM occurrence_summed WHERE before = '-infinity'`), 1);
+    // Nor does a step asked for the second slice directly.
+    const second = (await occurrenceSliceList(pool))[1];
+    assert.ok(second);
+    const fence = await fenceFor(pool, 'occurrence-slices-ordered');
+    assert.deepEqual(await occurrenceSliceSumStep(pool, fence, second, T, 30 * 86_400), {
+      fenced: true,
+      rows: null,
+      summed: false,
+    });
+    await writer.query('COMMIT');
+  } finally {
+    writer.release();
+  }
+  const before = await read();
+  const m = maintenance(pool);
+  assert.equal((await m.runPass()).deleted.occurrences, 3);
+  await m.stop();
+  assert.equal((await sliceStarts(pool))[0], -30);
   assert.deepEqual(await read(), before);
 });
 
