@@ -277,6 +277,52 @@ test('a slice summed in steps reads the same before, between and after them, bes
   assert.deepEqual(await read(), before);
 });
 
+test('the first slice, with no lower bound, is summed in steps from its oldest row', async () => {
+  const { pool } = await createTestDatabase();
+  await withTransaction(pool, async (tx) => {
+    for (const x of await occurrenceSliceList(tx)) {
+      await tx.query(`ALTER TABLE occurrences DETACH PARTITION "${x.name}"`);
+      await tx.query(`DROP TABLE "${x.name}"`);
+    }
+    await occurrenceSliceAttach(tx, { name: 'occurrences_test_first', from: null, to: day(-34) });
+    for (let n = -34; n < 3; n++) {
+      await occurrenceSliceAttach(tx, { name: `occurrences_test_${n + 34}`, from: day(n), to: day(n + 1) });
+    }
+  });
+  const s = await insertSchedule(pool, 'first');
+  // 120 rows over the two days before D-34, and one stray a year older written last.
+  await insertOccurrences(pool, s, [
+    ...Array.from({ length: 120 }, (_, i) => ({ fireAt: at(-36, i * 0.4), lagMs: (i % 4) * 1_000 })),
+    { fireAt: at(-400, 3), lagMs: 7_000 },
+  ]);
+  await pool.query('ANALYZE occurrences_test_first');
+  const range = { from: at(-401), to: T, limit: 10_000 };
+  const before = await occurrenceLatenessBySchedule(pool, s, range);
+  const fence = await fenceFor(pool, 'occurrence-slices-first');
+  const first = (await occurrenceSliceList(pool))[0];
+  assert.ok(first);
+  assert.equal(first.from, null);
+  const steps: number[] = [];
+  for (;;) {
+    const step = await occurrenceSliceSumStep(pool, fence, first, T, 30 * 86_400, 30);
+    assert.ok(step.rows !== null);
+    steps.push(step.rows);
+    assert.deepEqual(await occurrenceLatenessBySchedule(pool, s, range), before);
+    if (step.summed) break;
+  }
+  // The first step takes the stray with the first span of the oldest row by id.
+  assert.ok(steps.length >= 3, `steps ${steps.join(', ')}`);
+  assert.equal(
+    steps.reduce((a, b) => a + b, 0),
+    121,
+  );
+  assert.deepEqual(await occurrenceSliceDropDue(pool, fence, first, T, 30 * 86_400), {
+    fenced: true,
+    dropped: true,
+  });
+  assert.deepEqual(await occurrenceLatenessBySchedule(pool, s, range), before);
+});
+
 test('slices are summed oldest first: one held back by a backfill holds back the next', async () => {
   const { pool } = await createTestDatabase();
   await sliceLedger(pool, -35, 3);
