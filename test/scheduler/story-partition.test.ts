@@ -25,7 +25,7 @@ test('partitioned leader stops and exits; its in-flight write arrives after heal
   await standby.waitFor(/started/);
   await sleep(2500);
 
-  proxy.cut();
+  proxy.cutOn('occurrenceMaterialise');
   const exit = await old.exited;
   assert.equal(exit.code, 1, 'a leader that cannot renew exits non-zero');
   assert.match(old.stdout, /lost leadership: (lease renewal failed|lease term 1 outlived its trust window)/);

@@ -22,6 +22,7 @@ export class TcpProxy {
   readonly #server: Server;
   readonly #pairs = new Set<Pair>();
   #cut = false;
+  #cutOn: Buffer | null = null;
   /** Client→server bytes that were held during a cut and delivered by heal(). */
   delivered = Buffer.alloc(0);
   /** Server→proxy bytes on connections whose client left during the cut, after heal(). */
@@ -34,6 +35,10 @@ export class TcpProxy {
       const pair: Pair = { client, server, toServer: [], toClient: [], clientGone: false };
       this.#pairs.add(pair);
       client.on('data', (chunk: Buffer) => {
+        if (this.#cutOn !== null && chunk.includes(this.#cutOn)) {
+          this.#cutOn = null;
+          this.#cut = true;
+        }
         if (this.#cut) pair.toServer.push(chunk);
         else server.write(chunk);
       });
@@ -82,6 +87,15 @@ export class TcpProxy {
 
   cut(): void {
     this.#cut = true;
+  }
+
+  /**
+   * Cuts as the next client→server chunk holding `marker` (a statement's name) arrives, and holds
+   * that chunk: the statement is surely in flight, where a cut at a moment of the test's choosing
+   * caught whatever the process sent then (on a loaded machine, a lease renewal).
+   */
+  cutOn(marker: string): void {
+    this.#cutOn = Buffer.from(marker, 'latin1');
   }
 
   heal(): void {
