@@ -22,10 +22,12 @@ import {
   occurrenceSliceDropDue,
   occurrenceSliceList,
   occurrenceSliceSumStep,
+  type OccurrenceSlice,
 } from '../../src/store/occurrence-slices.ts';
+import type { Fence } from '../../src/store/occurrences.ts';
 import { withTransaction, type Pool } from '../../src/store/pool.ts';
 import { createTestDatabase } from '../support/db.ts';
-import { count, DAY_MS, insertOccurrences, insertSchedule } from './support.ts';
+import { count, DAY_MS, insertOccurrences, insertSchedule, type OccurrenceSpec } from './support.ts';
 
 const log = createLogger('test');
 log.level = 'silent';
@@ -35,15 +37,19 @@ const T = new Date(D + DAY_MS / 2);
 const day = (n: number): Date => new Date(D + n * DAY_MS);
 const at = (n: number, hours = 0): Date => new Date(D + n * DAY_MS + hours * 3_600_000);
 
-/** Replaces the ledger's slices with one per day from `from` (days from D) up to, not including, `to`. */
-async function sliceLedger(pool: Pool, from: number, to: number): Promise<void> {
+/**
+ * Replaces the ledger's slices with one per day from `from` (days from D) up to, not including, `to`;
+ * with `unbounded`, the first has no lower bound, as the ledger from before 0037 has.
+ */
+async function sliceLedger(pool: Pool, from: number, to: number, unbounded = false): Promise<void> {
   await withTransaction(pool, async (tx) => {
     for (const s of await occurrenceSliceList(tx)) {
       await tx.query(`ALTER TABLE occurrences DETACH PARTITION "${s.name}"`);
       await tx.query(`DROP TABLE "${s.name}"`);
     }
     for (let n = from; n < to; n++) {
-      await occurrenceSliceAttach(tx, { name: `occurrences_test_${n - from}`, from: day(n), to: day(n + 1) });
+      const start = unbounded && n === from ? null : day(n);
+      await occurrenceSliceAttach(tx, { name: `occurrences_test_${n - from}`, from: start, to: day(n + 1) });
     }
   });
 }
@@ -155,6 +161,38 @@ async function fenceFor(
   return fence;
 }
 
+/** Runs `during` while another transaction holds `spec` written and uncommitted, then commits it. */
+async function withBackfill(
+  pool: Pool,
+  scheduleId: string,
+  spec: OccurrenceSpec,
+  during: () => Promise<void>,
+): Promise<void> {
+  const writer = await pool.connect();
+  try {
+    await writer.query('BEGIN');
+    await insertOccurrences(writer, scheduleId, [spec]);
+    await during();
+    await writer.query('COMMIT');
+  } finally {
+    writer.release();
+  }
+}
+
+/** A step of `slice` at T that sums nothing: the slice is not the oldest, or it is busy. */
+async function assertNoStep(
+  pool: Pool,
+  fence: Fence,
+  slice: OccurrenceSlice,
+  stepRows?: number,
+): Promise<void> {
+  assert.deepEqual(await occurrenceSliceSumStep(pool, fence, slice, T, 30 * 86_400, stepRows, 50), {
+    fenced: true,
+    rows: null,
+    summed: false,
+  });
+}
+
 test('a backfill writing into a due slice holds its sum off until it commits; one written after a step adds itself', async () => {
   const { pool } = await createTestDatabase();
   await sliceLedger(pool, -35, 3);
@@ -163,16 +201,9 @@ test('a backfill writing into a due slice holds its sum off until it commits; on
   const [slice] = (await occurrenceSliceList(pool)).filter((x) => x.to.getTime() === day(-34).getTime());
   assert.ok(slice);
   const fence = await fenceFor(pool, 'occurrence-slices-backfill');
-  const writer = await pool.connect();
-  try {
-    await writer.query('BEGIN');
-    await insertOccurrences(writer, s, [{ fireAt: at(-35, 2), lagMs: 2_000 }]);
-    const busy = await occurrenceSliceSumStep(pool, fence, slice, T, 30 * 86_400, 100, 50);
-    assert.deepEqual(busy, { fenced: true, rows: null, summed: false });
-    await writer.query('COMMIT');
-  } finally {
-    writer.release();
-  }
+  await withBackfill(pool, s, { fireAt: at(-35, 2), lagMs: 2_000 }, () =>
+    assertNoStep(pool, fence, slice, 100),
+  );
   // A stale epoch sums nothing.
   assert.deepEqual(await occurrenceSliceSumStep(pool, { ...fence, epoch: 2 }, slice, T, 30 * 86_400), {
     fenced: false,
@@ -238,19 +269,9 @@ test('a slice summed in steps reads the same before, between and after them, bes
     });
     if (steps.length === 1) {
       // A backfill in flight holds the next step off; committed, it is summed with its minute.
-      const writer = await pool.connect();
-      try {
-        await writer.query('BEGIN');
-        await insertOccurrences(writer, s, [{ fireAt: at(-35, 23.95), lagMs: 9_000 }]);
-        assert.deepEqual(await occurrenceSliceSumStep(pool, fence, slice, T, 30 * 86_400, 60, 50), {
-          fenced: true,
-          rows: null,
-          summed: false,
-        });
-        await writer.query('COMMIT');
-      } finally {
-        writer.release();
-      }
+      await withBackfill(pool, s, { fireAt: at(-35, 23.95), lagMs: 9_000 }, () =>
+        assertNoStep(pool, fence, slice, 60),
+      );
       before = await read();
     }
     if (steps.length === 2) {
@@ -279,23 +300,14 @@ test('a slice summed in steps reads the same before, between and after them, bes
 
 test('the first slice, with no lower bound, is summed in steps from its oldest row', async () => {
   const { pool } = await createTestDatabase();
-  await withTransaction(pool, async (tx) => {
-    for (const x of await occurrenceSliceList(tx)) {
-      await tx.query(`ALTER TABLE occurrences DETACH PARTITION "${x.name}"`);
-      await tx.query(`DROP TABLE "${x.name}"`);
-    }
-    await occurrenceSliceAttach(tx, { name: 'occurrences_test_first', from: null, to: day(-34) });
-    for (let n = -34; n < 3; n++) {
-      await occurrenceSliceAttach(tx, { name: `occurrences_test_${n + 34}`, from: day(n), to: day(n + 1) });
-    }
-  });
+  await sliceLedger(pool, -35, 3, true);
   const s = await insertSchedule(pool, 'first');
   // 120 rows over the two days before D-34, and one stray a year older written last.
   await insertOccurrences(pool, s, [
     ...Array.from({ length: 120 }, (_, i) => ({ fireAt: at(-36, i * 0.4), lagMs: (i % 4) * 1_000 })),
     { fireAt: at(-400, 3), lagMs: 7_000 },
   ]);
-  await pool.query('ANALYZE occurrences_test_first');
+  await pool.query('ANALYZE occurrences_test_0');
   const range = { from: at(-401), to: T, limit: 10_000 };
   const before = await occurrenceLatenessBySchedule(pool, s, range);
   const fence = await fenceFor(pool, 'occurrence-slices-first');
@@ -336,10 +348,7 @@ test('slices are summed oldest first: one held back by a backfill holds back the
     await occurrenceLatenessPerMinute(pool, { ...range, tenantId: 'acme' }),
     await occurrenceLatenessBySchedule(pool, s, range),
   ];
-  const writer = await pool.connect();
-  try {
-    await writer.query('BEGIN');
-    await insertOccurrences(writer, s, [{ fireAt: at(-35, 2), lagMs: 3_000 }]);
+  await withBackfill(pool, s, { fireAt: at(-35, 2), lagMs: 3_000 }, async () => {
     const m = maintenance(pool);
     await m.runPass();
     await m.stop();
@@ -350,16 +359,8 @@ test('slices are summed oldest first: one held back by a backfill holds back the
     // Nor does a step asked for the second slice directly.
     const second = (await occurrenceSliceList(pool))[1];
     assert.ok(second);
-    const fence = await fenceFor(pool, 'occurrence-slices-ordered');
-    assert.deepEqual(await occurrenceSliceSumStep(pool, fence, second, T, 30 * 86_400), {
-      fenced: true,
-      rows: null,
-      summed: false,
-    });
-    await writer.query('COMMIT');
-  } finally {
-    writer.release();
-  }
+    await assertNoStep(pool, await fenceFor(pool, 'occurrence-slices-ordered'), second);
+  });
   const before = await read();
   const m = maintenance(pool);
   assert.equal((await m.runPass()).deleted.occurrences, 3);
