@@ -1,7 +1,7 @@
 -- A due slice of the ledger is summed into the lateness rollups in steps of fire time, each its own
 -- short transaction, before it is dropped (store/occurrence-slices.ts): one statement over a day's
--- slice held a core for its whole length (2.4-3.9 s for 1.25 million rows, about two minutes at the
--- source document's rate), and the p99 of enqueue → start read 2.5-4x while it ran.
+-- slice held a core for its whole length (about two minutes at the source document's rate), and the
+-- p99 of enqueue → start read 4x while it ran.
 --
 -- `before`: every occurrence in a slice (not the default partition) that fired before it is in the
 -- rollups already, so the readers that add the ledger to the rollups leave those rows out. Steps
