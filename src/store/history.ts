@@ -42,7 +42,7 @@ export async function historyLagPerMinute(db: Queryable, range: HistoryRange): P
              FROM occurrences o
             CROSS JOIN LATERAL (SELECT greatest(0, extract(epoch FROM o.materialised_at - o.fire_at)) AS s) l
             WHERE o.fire_at >= $1 AND o.fire_at < $2 AND o.state = 'enqueued' AND o.source = 'schedule'
-              AND NOT o.backfill AND ${notSummed('o')}
+              AND NOT o.backfill AND ${notSummed('o', 'minutes')}
               AND ($3::text IS NULL OR (SELECT s.tenant_id FROM schedules s WHERE s.id = o.schedule_id) = $3)
             GROUP BY 1
            UNION ALL

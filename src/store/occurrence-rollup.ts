@@ -47,12 +47,14 @@ function bucket(r: BucketRow): LatenessBucket {
 }
 
 /**
- * The ledger rows `alias` that are not in the rollups yet: a slice summed in steps keeps its rows
- * until it is dropped, those that fired before occurrence_summed.before already counted there (0038).
- * The default partition is never summed in steps.
+ * The ledger rows `alias` that are not in a rollup yet: a slice summed in steps keeps its rows until
+ * it is dropped, those that fired before occurrence_summed.before already counted in
+ * occurrence_minutes (0038), before days_before in occurrence_days (0039: the steps' day sums wait
+ * for the drop). The default partition is never summed in steps.
  */
-export function notSummed(alias: string): string {
-  return `(${alias}.fire_at >= (SELECT before FROM occurrence_summed) OR ${alias}.tableoid = 'occurrences_default'::regclass)`;
+export function notSummed(alias: string, rollup: 'minutes' | 'days'): string {
+  const column = rollup === 'minutes' ? 'before' : 'days_before';
+  return `(${alias}.fire_at >= (SELECT ${column} FROM occurrence_summed) OR ${alias}.tableoid = 'occurrences_default'::regclass)`;
 }
 
 /** The live rows' aggregate columns, in the rollup tables' order. */
@@ -71,7 +73,7 @@ const SUMS = `sum(scheduled)::float8 AS scheduled, sum(triggered)::float8 AS tri
   sum(skipped)::float8 AS skipped, sum(missed)::float8 AS missed, sum(late)::float8 AS late,
   sum(lag_sum_s)::float8 AS lag_sum_s, max(lag_max_s)::float8 AS lag_max_s`;
 
-const ROLLUP_COLUMNS = ['scheduled', 'triggered', 'skipped', 'missed', 'late', 'lag_sum_s'];
+export const ROLLUP_COLUMNS = ['scheduled', 'triggered', 'skipped', 'missed', 'late', 'lag_sum_s'];
 
 /**
  * The rollup columns of the occurrences in `from` (with the columns of `gone`: state, scheduled,
@@ -125,7 +127,7 @@ export async function occurrenceLatenessPerMinute(
              UNION ALL
              SELECT date_trunc('minute', o.fire_at), ${LIVE_COLUMNS}
                FROM occurrences o
-              WHERE o.fire_at >= $1 AND o.fire_at < $2 AND ${notSummed('o')}
+              WHERE o.fire_at >= $1 AND o.fire_at < $2 AND ${notSummed('o', 'minutes')}
                 -- A tenant's read looks up each row's schedule by primary key; an admin's reads none.
                 AND ($3::text IS NULL OR (SELECT s.tenant_id FROM schedules s WHERE s.id = o.schedule_id) = $3)
               GROUP BY 1
@@ -157,11 +159,11 @@ export async function occurrenceLatenessBySchedule(
                -- (schedule_id, fire_at) indexes (0002), which a query naming neither could not use.
                FROM (SELECT * FROM occurrences l
                       WHERE schedule_id = $1 AND source = 'schedule' AND fire_at >= $2 AND fire_at < $3
-                        AND ${notSummed('l')}
+                        AND ${notSummed('l', 'days')}
                      UNION ALL
                      SELECT * FROM occurrences l
                       WHERE schedule_id = $1 AND source = 'trigger' AND fire_at >= $2 AND fire_at < $3
-                        AND ${notSummed('l')}) o
+                        AND ${notSummed('l', 'days')}) o
               GROUP BY 1
            ) b
            GROUP BY at ORDER BY at DESC LIMIT $4`,

@@ -9,15 +9,16 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Fence } from './occurrences.ts';
 import { partitionChangeFenced } from './partition-change.ts';
 import type { Pool, PoolClient, Queryable } from './pool.ts';
-import { rollupSums, rollupUpsert } from './occurrence-rollup.ts';
+import { ROLLUP_COLUMNS, rollupSums, rollupUpsert } from './occurrence-rollup.ts';
 
 /** Seconds per slice: a day, ~43 million rows at the source document's 500 a second. */
 export const OCCURRENCE_SLICE_S = 86_400;
 
 /**
- * Rows a step of a slice's sum adds to the rollups, ~20 ms here; a day at 500 a second is 17,280
- * steps. Jobs sent while a slice was summed in steps of 10,000 read 1.46× the p99 of the rest of
- * the run (npm run bench history, 2 million jobs); in steps of 2,500, no more than the rest.
+ * Rows a step of a slice's sum adds to the rollups, ~20 ms here (~90 ms when 30,000 schedules share
+ * the slice); a day at 500 a second is 17,280 steps. Jobs sent while a slice was summed in steps of
+ * 10,000 read 1.46× the p99 of the rest of the run (npm run bench history, 2 million jobs); in steps
+ * of 2,500, no more than the rest.
  */
 export const OCCURRENCE_SUM_STEP_ROWS = 2_500;
 
@@ -151,8 +152,9 @@ const SUMMED_TRIGGER = 'occurrences_summed';
  * One step of summing a due `slice`, the oldest, into the lateness rollups: in a transaction fenced
  * by the maintenance lease, the rows that fired from occurrence_summed.before on for about `stepRows` rows
  * (a span of fire time sized by the slice's row estimate; all of it when the slice has none) are
- * added to occurrence_minutes and occurrence_days, and `before` moves past them. From then on the
- * readers leave those rows out of the ledger, so each occurrence counts once. The slice is locked
+ * added to occurrence_minutes, and their days to occurrence_day_partials (which the drop adds to
+ * occurrence_days), and `before` moves past them. From then on the per-minute readers leave those
+ * rows out of the ledger, so each occurrence counts once. The slice is locked
  * against writes for the step (only a backfill of fire times that old writes there); a backfill of a
  * fire time the steps have passed adds itself to the rollups (0038's trigger, created by the first
  * step). Steps are short and the caller paces them; one statement over a day took 2.4-3.9 s for
@@ -204,7 +206,8 @@ export async function occurrenceSliceSumStep(
     const step = span[0];
     if (step === undefined) throw new Error('occurrence_summed has no row');
     if (step.done) return { rows: 0, summed: true };
-    const n = await sliceRollup(client, slice.name, step.from, step.to);
+    const days = await dayPartialsExtend(client, slice, step);
+    const n = await sliceRollup(client, slice.name, step.from, step.to, days);
     await client.query(`UPDATE occurrence_summed SET before = $1`, [step.to]);
     return { rows: n, summed: step.last };
   });
@@ -215,7 +218,8 @@ export async function occurrenceSliceSumStep(
 
 /**
  * Drops `slice` once it is due and summed to its end (occurrenceSliceSumStep): in a transaction
- * fenced by the maintenance lease it is locked against writes, detached and dropped. DETACH takes
+ * fenced by the maintenance lease it is locked against writes, its days are added to
+ * occurrence_days (dayPartialsFold), and it is detached and dropped. DETACH takes
  * the whole ledger for itself for a moment: each try waits at most `lockTimeoutMs` (the scheduler's
  * writes queue behind the wait), and after DETACH_ATTEMPTS the drop waits for the next pass.
  */
@@ -235,6 +239,7 @@ export async function occurrenceSliceDropDue(
       [slice.to],
     );
     if (rows[0]?.summed !== true) return false;
+    await dayPartialsFold(client, slice);
     await lockLedger(client);
     await client.query(`ALTER TABLE occurrences DETACH PARTITION "${slice.name}"`);
     await client.query(`DROP TABLE "${slice.name}"`);
@@ -259,30 +264,108 @@ async function sliceDue(
 }
 
 /**
- * Adds the slice's rows that fired in [from, to) to the lateness rollups; returns how many. Each
- * rollup reads the rows on its own: a CTE both read would be written out whole first (80 MB of
- * temporary files for 1.25 million rows, whose writeback stalled the claim path's commits for up
- * to 120 ms). One statement of two aggregations by hash, so its memory stays that of the groups.
+ * Whether this step's day sums go into occurrence_day_partials (0039): when they hold the slice
+ * from days_before up to this step, or nothing has been summed past days_before (the slice's first
+ * step; other partials are cleared). Else a crash emptied them mid-slice and the drop reads the
+ * slice's days from its rows (dayPartialsFold). Moves their span to the step's end.
  */
-async function sliceRollup(client: PoolClient, name: string, from: string, to: string): Promise<number> {
+async function dayPartialsExtend(
+  client: PoolClient,
+  slice: OccurrenceSlice,
+  step: { from: string; to: string },
+): Promise<boolean> {
+  const { rows } = await client.query<{ held: boolean; fresh: boolean }>(
+    `SELECT EXISTS (SELECT 1 FROM occurrence_day_partials_span p
+                     WHERE p.slice = $1 AND p."from" = m.days_before AND p.upto = $2::timestamptz) AS held,
+            m.days_before = $2::timestamptz AS fresh
+       FROM occurrence_summed m`,
+    [slice.name, step.from],
+  );
+  const { held, fresh } = rows[0] ?? { held: false, fresh: false };
+  if (held) {
+    await client.query(`UPDATE occurrence_day_partials_span SET upto = $1`, [step.to]);
+    return true;
+  }
+  await client.query('DELETE FROM occurrence_day_partials');
+  await client.query('DELETE FROM occurrence_day_partials_span');
+  if (!fresh) return false;
+  await client.query(
+    `INSERT INTO occurrence_day_partials_span (slice, "from", upto) VALUES ($1, $2::timestamptz, $3::timestamptz)`,
+    [slice.name, step.from, step.to],
+  );
+  return true;
+}
+
+/**
+ * In the drop's transaction: the slice's days go into occurrence_days, from the partials when they
+ * hold it whole, else (a crash emptied them) from its rows since days_before in one statement.
+ */
+async function dayPartialsFold(client: PoolClient, slice: OccurrenceSlice): Promise<void> {
+  const { rows } = await client.query<{ held: boolean }>(
+    `SELECT EXISTS (SELECT 1 FROM occurrence_day_partials_span p, occurrence_summed m
+                     WHERE p.slice = $1 AND p."from" = m.days_before AND p.upto >= $2) AS held`,
+    [slice.name, slice.to],
+  );
+  const sums =
+    rows[0]?.held === true
+      ? `SELECT schedule_id, day, tenant_id, ${ROLLUP_COLUMNS.join(', ')}, lag_max_s FROM occurrence_day_partials`
+      : rollupSums(
+          `(${sliceRows(slice.name, 'o.fire_at >= (SELECT days_before FROM occurrence_summed)')}) o`,
+          "schedule_id, date_trunc('day', fire_at, 'UTC')",
+          'min(tenant_id)',
+        );
+  await client.query(
+    `WITH days AS (${rollupUpsert('occurrence_days', 'schedule_id, day', true, sums)}) SELECT 1`,
+  );
+  await client.query('DELETE FROM occurrence_day_partials');
+  await client.query('DELETE FROM occurrence_day_partials_span');
+  await client.query(`UPDATE occurrence_summed SET days_before = greatest(days_before, $1)`, [slice.to]);
+}
+
+/**
+ * The rows of slice `name` matching `where` (alias o) as rollupSums reads them: their tenant,
+ * whether the schedule enqueued them, their lateness.
+ */
+function sliceRows(name: string, where: string): string {
+  return `SELECT o.schedule_id, o.fire_at, o.state, coalesce(s.tenant_id, '') AS tenant_id,
+                 (o.state = 'enqueued' AND o.source = 'schedule' AND NOT o.backfill) AS scheduled,
+                 -- date_part in float8, not extract's numeric: a third less time here, the same
+                 -- value for an interval of hours and seconds.
+                 greatest(0, date_part('epoch', o.materialised_at - o.fire_at)) AS lag
+            FROM "${name}" o LEFT JOIN schedules s ON s.id = o.schedule_id
+           WHERE ${where}`;
+}
+
+/**
+ * Adds the slice's rows that fired in [from, to) to occurrence_minutes and, with `days`, to
+ * occurrence_day_partials; returns how many. Each rollup reads the rows on its own: a CTE both read
+ * would be written out whole first (80 MB of temporary files for 1.25 million rows, whose writeback
+ * stalled the claim path's commits for up to 120 ms). Aggregations by hash, so memory stays that of
+ * the groups.
+ */
+async function sliceRollup(
+  client: PoolClient,
+  name: string,
+  from: string,
+  to: string,
+  days: boolean,
+): Promise<number> {
   const { rows } = await client.query<{ n: number | null }>(
     `WITH o AS NOT MATERIALIZED (
-       SELECT o.schedule_id, o.fire_at, o.state, coalesce(s.tenant_id, '') AS tenant_id,
-              (o.state = 'enqueued' AND o.source = 'schedule' AND NOT o.backfill) AS scheduled,
-              -- date_part in float8, not extract's numeric: a third less time here, the same
-              -- value for an interval of hours and seconds.
-              greatest(0, date_part('epoch', o.materialised_at - o.fire_at)) AS lag
-         FROM "${name}" o LEFT JOIN schedules s ON s.id = o.schedule_id
-        WHERE o.fire_at >= $1::timestamptz AND o.fire_at < $2::timestamptz
+       ${sliceRows(name, 'o.fire_at >= $1::timestamptz AND o.fire_at < $2::timestamptz')}
+     ), minute_sums AS (
+       ${rollupSums('o', "date_trunc('minute', fire_at), tenant_id")}
      ), minutes AS (
-       ${rollupUpsert('occurrence_minutes', 'minute, tenant_id', false, rollupSums('o', "date_trunc('minute', fire_at), tenant_id"))}
-     ), day_sums AS (
-       ${rollupSums('o', "schedule_id, date_trunc('day', fire_at, 'UTC')", 'min(tenant_id)')}
-     ), days AS (
-       ${rollupUpsert('occurrence_days', 'schedule_id, day', true, 'SELECT * FROM day_sums')}
-     )
-     -- Every state is counted in one of the four: the rows summed, without a third read of them.
-     SELECT (SELECT sum(scheduled + triggered + skipped + missed) FROM day_sums)::float8 AS n`,
+       ${rollupUpsert('occurrence_minutes', 'minute, tenant_id', false, 'SELECT * FROM minute_sums')}
+     )${
+       days
+         ? `, days AS (
+       ${rollupUpsert('occurrence_day_partials', 'schedule_id, day', true, rollupSums('o', "schedule_id, date_trunc('day', fire_at, 'UTC')", 'min(tenant_id)'))}
+     )`
+         : ''
+     }
+     -- Every state is counted in one of the four: the rows summed, without another read of them.
+     SELECT (SELECT sum(scheduled + triggered + skipped + missed) FROM minute_sums)::float8 AS n`,
     [from, to],
   );
   return rows[0]?.n ?? 0;

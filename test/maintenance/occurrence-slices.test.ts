@@ -268,6 +268,9 @@ test('a slice summed in steps reads the same before, between and after them, bes
       dropped: false,
     });
     if (steps.length === 1) {
+      // The step's days wait in the unlogged partials: no logged day row is written before the drop.
+      assert.equal(await count(pool, 'SELECT count(*) FROM occurrence_days'), 0);
+      assert.equal(await count(pool, 'SELECT count(*) FROM occurrence_day_partials'), 1);
       // A backfill in flight holds the next step off; committed, it is summed with its minute.
       await withBackfill(pool, s, { fireAt: at(-35, 23.95), lagMs: 9_000 }, () =>
         assertNoStep(pool, fence, slice, 60),
@@ -296,6 +299,74 @@ test('a slice summed in steps reads the same before, between and after them, bes
     dropped: true,
   });
   assert.deepEqual(await read(), before);
+});
+
+/**
+ * A slice of 240 rows over the day of D-35 (lateness 0-5 s) summed in steps of about 60 rows; after
+ * the first step, `between` runs. Checks the per-minute and per-day reads against the rows' after
+ * every step and after the drop.
+ */
+async function sumAround(pool: Pool, name: string, between: (s: string) => Promise<void>): Promise<void> {
+  await sliceLedger(pool, -35, 3);
+  const s = await insertSchedule(pool, name, 'acme');
+  await insertOccurrences(
+    pool,
+    s,
+    Array.from({ length: 240 }, (_, i) => ({ fireAt: at(-35, i / 10), lagMs: (i % 6) * 1_000 })),
+  );
+  const [slice] = await occurrenceSliceList(pool);
+  assert.ok(slice);
+  await pool.query(`ANALYZE "${slice.name}"`);
+  const range = { from: at(-36), to: T, limit: 10_000 };
+  const read = async (): Promise<unknown[]> => [
+    await occurrenceLatenessPerMinute(pool, { ...range, tenantId: 'acme' }),
+    await occurrenceLatenessBySchedule(pool, s, range),
+  ];
+  const fence = await fenceFor(pool, `occurrence-slices-${name}`);
+  let before = await read();
+  for (let n = 1; ; n++) {
+    const step = await occurrenceSliceSumStep(pool, fence, slice, T, 30 * 86_400, 60);
+    assert.deepEqual(await read(), before, `after step ${n}`);
+    if (step.summed) break;
+    if (n === 1) {
+      await between(s);
+      before = await read();
+    }
+  }
+  assert.deepEqual(await occurrenceSliceDropDue(pool, fence, slice, T, 30 * 86_400), {
+    fenced: true,
+    dropped: true,
+  });
+  assert.deepEqual(await read(), before);
+  const [b] = await occurrenceLatenessBySchedule(pool, s, range);
+  assert.equal((b?.scheduled ?? 0) + (b?.triggered ?? 0), 241);
+}
+
+test('a crash that empties the unlogged day partials mid-slice: the drop sums the days from the rows', async () => {
+  const { pool } = await createTestDatabase();
+  await sumAround(pool, 'crashed', async (s) => {
+    // What crash recovery does to unlogged tables.
+    await pool.query('TRUNCATE occurrence_day_partials, occurrence_day_partials_span');
+    // A backfill of a fire time the steps have passed, written while the partials hold nothing.
+    await insertOccurrences(pool, s, [{ fireAt: at(-35, 0.05), lagMs: 4_000 }]);
+    // Later steps keep nothing in them.
+    assert.equal(await count(pool, 'SELECT count(*) FROM occurrence_day_partials'), 0);
+  });
+  assert.equal(await count(pool, 'SELECT count(*) FROM occurrence_day_partials_span'), 0);
+});
+
+test('a slice part-summed into both rollups before 0039 goes on with its days counted once', async () => {
+  const { pool } = await createTestDatabase();
+  await sumAround(pool, 'upgraded', async (s) => {
+    // 0038's steps wrote the days up to `before` into occurrence_days: what 0039 finds.
+    await withTransaction(pool, async (tx) => {
+      await tx.query(`INSERT INTO occurrence_days SELECT * FROM occurrence_day_partials`);
+      await tx.query('TRUNCATE occurrence_day_partials, occurrence_day_partials_span');
+      await tx.query('UPDATE occurrence_summed SET days_before = before');
+    });
+    // A backfill below days_before counts itself into occurrence_days, as under 0038.
+    await insertOccurrences(pool, s, [{ fireAt: at(-35, 0.05), lagMs: 4_000 }]);
+  });
 });
 
 test('the first slice, with no lower bound, is summed in steps from its oldest row', async () => {
