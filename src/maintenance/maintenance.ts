@@ -82,6 +82,11 @@ export interface MaintenanceOptions {
   sliceIds?: number;
   /** Seconds of fire time per slice of the occurrence ledger (store/occurrence-slices.ts). */
   occurrenceSliceS?: number;
+  /**
+   * Most wall time one pass spends summing the ledger's due slices; the next pass goes on where it
+   * stopped. Default 5 minutes.
+   */
+  sliceSumPassMs?: number;
   /** Called after every statement that deleted rows (tests and benches observe progress). */
   onBatch?: (batch: PruneBatch) => void;
 }
@@ -128,6 +133,10 @@ export const MAINTENANCE_DEFAULTS = {
   // At 20 % the same bench pruned 10,700 rows a second and the drain beside it ran at 0.82× (ranges
   // overlapping); on 2 CPU-bound cores every share of a core pruning takes is taken from the drain.
   dutyCycle: 0.1,
+  // A day's slice at 30,000 every-minute schedules is ~17,000 steps of ~90 ms, ~4.3 h at the duty
+  // cycle: summed in one pass, the jobs' next slice (attached at the start of a pass, 2.75 h ahead
+  // at 500 jobs a second) would run out before the pass ended.
+  sliceSumPassMs: 300_000,
 } as const;
 
 /** Margin kept off a term's trust window for the renewal's own flight time. */
@@ -168,6 +177,7 @@ export class Maintenance {
   readonly #dutyCycle: number;
   readonly #sliceIds: number;
   readonly #occurrenceSliceS: number;
+  readonly #sliceSumPassMs: number;
   readonly #onBatch: MaintenanceOptions['onBatch'];
 
   #running = false;
@@ -195,6 +205,7 @@ export class Maintenance {
     this.#dutyCycle = options.dutyCycle ?? MAINTENANCE_DEFAULTS.dutyCycle;
     this.#sliceIds = options.sliceIds ?? JOB_SLICE_IDS;
     this.#occurrenceSliceS = options.occurrenceSliceS ?? OCCURRENCE_SLICE_S;
+    this.#sliceSumPassMs = options.sliceSumPassMs ?? MAINTENANCE_DEFAULTS.sliceSumPassMs;
     this.#onBatch = options.onBatch;
     if (!(this.#renewMs < this.#ttlMs - TRUST_MARGIN_MS)) {
       throw new ConfigError(
@@ -555,11 +566,12 @@ export class Maintenance {
 
   /**
    * Sums into the rollups, step by paced step, and then drops each due slice of the ledger, oldest
-   * first. Returns the fire time from which the rows are the walk's: the end of the last slice that
-   * is due or comes due within SLICE_WAIT_S (its rows wait for it), null when there is none; `lost`
-   * when the term was.
+   * first, for at most sliceSumPassMs of the pass. Returns the fire time from which the rows are the
+   * walk's: the end of the last slice that is due or comes due within SLICE_WAIT_S (its rows wait
+   * for it), null when there is none; `lost` when the term was.
    */
   async #dropOccurrenceSlices(retentionS: number, count: Count): Promise<Date | null | 'lost'> {
+    const until = performance.now() + this.#sliceSumPassMs;
     const slices = await occurrenceSliceList(this.#pool);
     const dueIn = await occurrenceSliceDueIn(this.#pool, slices, this.#now(), retentionS);
     let from: Date | null = null;
@@ -581,7 +593,7 @@ export class Maintenance {
         );
         if (step === null) return 'lost';
         rows += step.rows ?? 0;
-        if (step.summed || step.rows === null) break;
+        if (step.summed || step.rows === null || performance.now() >= until) break;
       }
       const r = await this.#batch(
         'occurrences',
@@ -590,7 +602,8 @@ export class Maintenance {
         count,
       );
       if (r === null) return 'lost';
-      // Busy, or a step was: the slice waits for the next pass, its rows summed so far out of reach.
+      // Busy, a step was, or the pass's time for summing is up: the slice waits for the next pass,
+      // its rows summed so far out of reach.
       if (!r.dropped) {
         held = true;
         continue;

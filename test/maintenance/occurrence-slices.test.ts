@@ -22,6 +22,7 @@ import {
   occurrenceSliceDropDue,
   occurrenceSliceList,
   occurrenceSliceSumStep,
+  OCCURRENCE_SUM_STEP_ROWS,
   type OccurrenceSlice,
 } from '../../src/store/occurrence-slices.ts';
 import type { Fence } from '../../src/store/occurrences.ts';
@@ -438,6 +439,66 @@ test('slices are summed oldest first: one held back by a backfill holds back the
   await m.stop();
   assert.equal((await sliceStarts(pool))[0], -30);
   assert.deepEqual(await read(), before);
+});
+
+test('a pass sums the ledger for at most sliceSumPassMs and goes on; the next pass picks up the slice', async () => {
+  const { pool } = await createTestDatabase();
+  await sliceLedger(pool, -35, 3);
+  const s = await insertSchedule(pool, 'budget', 'acme');
+  await insertOccurrences(pool, s, [
+    ...Array.from({ length: 240 }, (_, i) => ({ fireAt: at(-35, i / 10), lagMs: (i % 6) * 1_000 })),
+    // Before the first slice: the default partition's, due, for the row walk after the sum.
+    { fireAt: at(-60, 5), lagMs: 700 },
+  ]);
+  const [slice] = await occurrenceSliceList(pool);
+  assert.ok(slice);
+  // Its row estimate sizes the steps: 4 × OCCURRENCE_SUM_STEP_ROWS makes four steps of six hours
+  // (and no autovacuum may analyze it back to 241 meanwhile).
+  await pool.query(`ALTER TABLE "${slice.name}" SET (autovacuum_enabled = off)`);
+  await pool.query(`UPDATE pg_class SET reltuples = $2 WHERE oid = $1::regclass`, [
+    `"${slice.name}"`,
+    4 * OCCURRENCE_SUM_STEP_ROWS,
+  ]);
+  const range = { from: at(-61), to: T, limit: 10_000 };
+  const read = async (): Promise<unknown[]> => [
+    await occurrenceLatenessPerMinute(pool, { ...range, tenantId: 'acme' }),
+    await occurrenceLatenessBySchedule(pool, s, range),
+  ];
+  const before = await read();
+  const passes: { steps: number; walked: number; dropped: boolean }[] = [];
+  while (passes.length < 10) {
+    let steps = 0;
+    let walked = 0;
+    const m = new Maintenance({
+      pool,
+      log,
+      clock: new FakeClock(T),
+      leaseName: `occurrence-slices-budget-${passes.length}`,
+      dutyCycle: 1,
+      sliceSumPassMs: 1,
+      onBatch: (b) => {
+        if (b.table === 'occurrences' && b.wholeSlice === true) steps++;
+        else if (b.table === 'occurrences') walked += b.deleted;
+      },
+    });
+    await m.runPass();
+    await m.stop();
+    const dropped = !(await occurrenceSliceList(pool)).some((x) => x.name === slice.name);
+    passes.push({ steps, walked, dropped });
+    assert.deepEqual(await read(), before, `after pass ${passes.length}`);
+    if (dropped) break;
+  }
+  // A step a pass, and the first pass's row walk ran after its step.
+  assert.deepEqual(
+    passes.map((p) => [p.steps, p.dropped]),
+    [
+      [1, false],
+      [1, false],
+      [1, false],
+      [1, true],
+    ],
+  );
+  assert.equal(passes[0]?.walked, 1);
 });
 
 test('slices are attached two days ahead of the clock, after fire times that outran them', async () => {
