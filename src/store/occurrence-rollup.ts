@@ -50,11 +50,17 @@ function bucket(r: BucketRow): LatenessBucket {
  * The ledger rows `alias` that are not in a rollup yet: a slice summed in steps keeps its rows until
  * it is dropped, those that fired before occurrence_summed.before already counted in
  * occurrence_minutes (0038), before days_before in occurrence_days (0039: the steps' day sums wait
- * for the drop). The default partition is never summed in steps.
+ * for the drop). `partials`: nor in the unlogged partials of a step that ended inside a minute (what
+ * the row walk may take). The default partition is never summed in steps.
  */
-export function notSummed(alias: string, rollup: 'minutes' | 'days'): string {
-  const column = rollup === 'minutes' ? 'before' : 'days_before';
-  return `(${alias}.fire_at >= (SELECT ${column} FROM occurrence_summed) OR ${alias}.tableoid = 'occurrences_default'::regclass)`;
+export function notSummed(alias: string, rollup: 'minutes' | 'days' | 'partials'): string {
+  const from = {
+    minutes: 'SELECT before FROM occurrence_summed',
+    days: 'SELECT days_before FROM occurrence_summed',
+    partials: `SELECT greatest(m.before, p.upto) FROM occurrence_summed m
+                 LEFT JOIN occurrence_partials_span p ON true`,
+  }[rollup];
+  return `(${alias}.fire_at >= (${from}) OR ${alias}.tableoid = 'occurrences_default'::regclass)`;
 }
 
 /** The live rows' aggregate columns, in the rollup tables' order. */

@@ -15,8 +15,8 @@ import { ROLLUP_COLUMNS, rollupSums, rollupUpsert } from './occurrence-rollup.ts
 export const OCCURRENCE_SLICE_S = 86_400;
 
 /**
- * Rows a step of a slice's sum adds to the rollups, ~20 ms here (~90 ms when 30,000 schedules share
- * the slice); a day at 500 a second is 17,280 steps. Jobs sent while a slice was summed in steps of
+ * Rows a step of a slice's sum adds to the rollups, ~20 ms here (~28 ms when 30,000 every-minute
+ * schedules share the slice); a day at 500 a second is 17,280 steps. Jobs sent while a slice was summed in steps of
  * 10,000 read 1.46× the p99 of the rest of the run (npm run bench history, 2 million jobs); in steps
  * of 2,500, no more than the rest.
  */
@@ -150,15 +150,15 @@ const SUMMED_TRIGGER = 'occurrences_summed';
 
 /**
  * One step of summing a due `slice`, the oldest, into the lateness rollups: in a transaction fenced
- * by the maintenance lease, the rows that fired from occurrence_summed.before on for about `stepRows` rows
- * (a span of fire time sized by the slice's row estimate; all of it when the slice has none) are
- * added to occurrence_minutes, and their days to occurrence_day_partials (which the drop adds to
- * occurrence_days), and `before` moves past them. From then on the per-minute readers leave those
- * rows out of the ledger, so each occurrence counts once. The slice is locked
+ * by the maintenance lease, the rows that fired from where the last step stopped on, for about
+ * `stepRows` rows (a span of fire time sized by the slice's row estimate; all of it when the slice
+ * has none), are added to the unlogged partials (0039), per minute and per day. Each whole minute
+ * the steps have passed goes from the partials into occurrence_minutes, and occurrence_summed.before
+ * moves to it: from then on the per-minute readers leave those rows out of the ledger, so each
+ * occurrence counts once. The days wait for the drop (dayPartialsFold). The slice is locked
  * against writes for the step (only a backfill of fire times that old writes there); a backfill of a
- * fire time the steps have passed adds itself to the rollups (0038's trigger, created by the first
- * step). Steps are short and the caller paces them; one statement over a day took 2.4-3.9 s for
- * 1.25 million rows.
+ * fire time the steps have passed adds itself (0039's trigger, created by the first step). Steps are
+ * short and the caller paces them; one statement over a day took 2.4-3.9 s for 1.25 million rows.
  */
 export async function occurrenceSliceSumStep(
   pool: Pool,
@@ -184,31 +184,47 @@ export async function occurrenceSliceSumStep(
       );
     }
     await client.query(`LOCK TABLE "${slice.name}" IN SHARE MODE`);
+    const held = await partialsHeld(client, slice);
     // The span that holds about stepRows rows at the slice's mean rate (its row estimate over its
-    // span; the first slice's span starts at its oldest row by id), up to the next whole minute: a
-    // minute summed in two steps would read as two in historyLagPerMinute while between them.
-    // The bounds go back as text, read by the same session: '-infinity' has no Date.
-    const { rows: span } = await client.query<{ from: string; to: string; done: boolean; last: boolean }>(
-      `SELECT b.from::text AS from, b.to::text AS to, b.from >= $2 AS done, b.to >= $2 AS last
-         FROM (SELECT m.before AS from,
-                      least($2::timestamptz, date_trunc('minute', greatest(m.before, o.origin) + make_interval(secs =>
-                        CASE WHEN c.reltuples > $3 THEN $3 * o.span_s / c.reltuples ELSE o.span_s END)
-                        + interval '1 minute' - interval '1 microsecond')) AS to
-                 FROM occurrence_summed m, pg_class c,
+    // span; the first slice's span starts at its oldest row by id). One that crosses a minute ends on
+    // the last minute it crosses; one inside a minute leaves that minute in the partials until the
+    // step that ends it. The bounds go back as text, read by the same session: '-infinity' has no Date.
+    const { rows: span } = await client.query<{ to: string; done: boolean; last: boolean; minute: boolean }>(
+      `SELECT b.to::text AS to, $5::timestamptz >= $2 AS done, b.to >= $2 AS last,
+              b.to >= $2 OR b.to = date_trunc('minute', b.to) AS minute
+         FROM (SELECT least($2::timestamptz,
+                            CASE WHEN date_trunc('minute', r.raw) > $5::timestamptz THEN date_trunc('minute', r.raw)
+                                 ELSE r.raw END) AS to
+                 FROM pg_class c,
                       LATERAL (SELECT origin, date_part('epoch', $2::timestamptz - origin) AS span_s
                                  FROM (SELECT coalesce($4::timestamptz,
                                                        (SELECT fire_at FROM "${slice.name}" ORDER BY id LIMIT 1),
-                                                       $2::timestamptz) AS origin) x) o
-                WHERE c.oid = $1::regclass
-                  FOR NO KEY UPDATE OF m) b`,
-      [`"${slice.name}"`, slice.to, stepRows, slice.from],
+                                                       $2::timestamptz) AS origin) x) o,
+                      LATERAL (SELECT greatest($5::timestamptz, o.origin) + make_interval(secs =>
+                                 CASE WHEN c.reltuples > $3 THEN $3 * o.span_s / c.reltuples ELSE o.span_s END) AS raw) r
+                WHERE c.oid = $1::regclass) b`,
+      [`"${slice.name}"`, slice.to, stepRows, slice.from, held.from],
     );
     const step = span[0];
-    if (step === undefined) throw new Error('occurrence_summed has no row');
+    if (step === undefined) throw new Error('the step read no span');
     if (step.done) return { rows: 0, summed: true };
-    const days = await dayPartialsExtend(client, slice, step);
-    const n = await sliceRollup(client, slice.name, step.from, step.to, days);
-    await client.query(`UPDATE occurrence_summed SET before = $1`, [step.to]);
+    const n = await sliceRollup(client, slice.name, held.from, step.to, held.days);
+    await client.query(`UPDATE occurrence_partials_span SET upto = $1`, [step.to]);
+    if (step.minute) {
+      // Whole minutes from `before` to here: out of the partials into the rollup, out of the
+      // ledger's side for the readers.
+      await client.query(
+        `WITH gone AS (DELETE FROM occurrence_minute_partials RETURNING *),
+              minutes AS (${rollupUpsert(
+                'occurrence_minutes',
+                'minute, tenant_id',
+                false,
+                `SELECT minute, tenant_id, ${ROLLUP_COLUMNS.join(', ')}, lag_max_s FROM gone`,
+              )})
+         UPDATE occurrence_summed SET before = $1`,
+        [step.to],
+      );
+    }
     return { rows: n, summed: step.last };
   });
   if (r === 'fenced') return { fenced: false, rows: null, summed: false };
@@ -264,36 +280,37 @@ async function sliceDue(
 }
 
 /**
- * Whether this step's day sums go into occurrence_day_partials (0039): when they hold the slice
- * from days_before up to this step, or nothing has been summed past days_before (the slice's first
- * step; other partials are cleared). Else a crash emptied them mid-slice and the drop reads the
- * slice's days from its rows (dayPartialsFold). Moves their span to the step's end.
+ * Where this step starts and whether it adds to the day partials (0039). The partials go on when
+ * they hold this slice from `before` on (`from`: where they stop); otherwise (another slice's, or a
+ * crash emptied them) they are cleared and start at `before`, with days only when nothing has been
+ * summed past days_before (the slice's first step); else the drop reads the slice's days from its
+ * rows (dayPartialsFold).
  */
-async function dayPartialsExtend(
+async function partialsHeld(
   client: PoolClient,
   slice: OccurrenceSlice,
-  step: { from: string; to: string },
-): Promise<boolean> {
-  const { rows } = await client.query<{ held: boolean; fresh: boolean }>(
-    `SELECT EXISTS (SELECT 1 FROM occurrence_day_partials_span p
-                     WHERE p.slice = $1 AND p."from" = m.days_before AND p.upto = $2::timestamptz) AS held,
-            m.days_before = $2::timestamptz AS fresh
-       FROM occurrence_summed m`,
-    [slice.name, step.from],
+): Promise<{ from: string; days: boolean }> {
+  const { rows } = await client.query<{ held: boolean; from: string; days: boolean; fresh: boolean }>(
+    `SELECT p.upto IS NOT NULL AS held, coalesce(p.upto, m.before)::text AS from,
+            coalesce(p.days_from = m.days_before, false) AS days, m.days_before = m.before AS fresh
+       FROM occurrence_summed m
+       LEFT JOIN occurrence_partials_span p
+         ON p.slice = $1 AND p.upto >= m.before AND p.upto <= m.before + interval '1 minute'
+        FOR NO KEY UPDATE OF m`,
+    [slice.name],
   );
-  const { held, fresh } = rows[0] ?? { held: false, fresh: false };
-  if (held) {
-    await client.query(`UPDATE occurrence_day_partials_span SET upto = $1`, [step.to]);
-    return true;
-  }
+  const row = rows[0];
+  if (row === undefined) throw new Error('occurrence_summed has no row');
+  if (row.held) return { from: row.from, days: row.days };
+  await client.query('DELETE FROM occurrence_minute_partials');
   await client.query('DELETE FROM occurrence_day_partials');
-  await client.query('DELETE FROM occurrence_day_partials_span');
-  if (!fresh) return false;
+  await client.query('DELETE FROM occurrence_partials_span');
   await client.query(
-    `INSERT INTO occurrence_day_partials_span (slice, "from", upto) VALUES ($1, $2::timestamptz, $3::timestamptz)`,
-    [slice.name, step.from, step.to],
+    `INSERT INTO occurrence_partials_span (slice, upto, days_from)
+     SELECT $1, before, CASE WHEN days_before = before THEN days_before END FROM occurrence_summed`,
+    [slice.name],
   );
-  return true;
+  return { from: row.from, days: row.fresh };
 }
 
 /**
@@ -302,8 +319,8 @@ async function dayPartialsExtend(
  */
 async function dayPartialsFold(client: PoolClient, slice: OccurrenceSlice): Promise<void> {
   const { rows } = await client.query<{ held: boolean }>(
-    `SELECT EXISTS (SELECT 1 FROM occurrence_day_partials_span p, occurrence_summed m
-                     WHERE p.slice = $1 AND p."from" = m.days_before AND p.upto >= $2) AS held`,
+    `SELECT EXISTS (SELECT 1 FROM occurrence_partials_span p, occurrence_summed m
+                     WHERE p.slice = $1 AND p.days_from = m.days_before AND p.upto >= $2) AS held`,
     [slice.name, slice.to],
   );
   const sums =
@@ -318,7 +335,7 @@ async function dayPartialsFold(client: PoolClient, slice: OccurrenceSlice): Prom
     `WITH days AS (${rollupUpsert('occurrence_days', 'schedule_id, day', true, sums)}) SELECT 1`,
   );
   await client.query('DELETE FROM occurrence_day_partials');
-  await client.query('DELETE FROM occurrence_day_partials_span');
+  await client.query('DELETE FROM occurrence_partials_span');
   await client.query(`UPDATE occurrence_summed SET days_before = greatest(days_before, $1)`, [slice.to]);
 }
 
@@ -337,7 +354,7 @@ function sliceRows(name: string, where: string): string {
 }
 
 /**
- * Adds the slice's rows that fired in [from, to) to occurrence_minutes and, with `days`, to
+ * Adds the slice's rows that fired in [from, to) to occurrence_minute_partials and, with `days`, to
  * occurrence_day_partials; returns how many. Each rollup reads the rows on its own: a CTE both read
  * would be written out whole first (80 MB of temporary files for 1.25 million rows, whose writeback
  * stalled the claim path's commits for up to 120 ms). Aggregations by hash, so memory stays that of
@@ -356,7 +373,7 @@ async function sliceRollup(
      ), minute_sums AS (
        ${rollupSums('o', "date_trunc('minute', fire_at), tenant_id")}
      ), minutes AS (
-       ${rollupUpsert('occurrence_minutes', 'minute, tenant_id', false, 'SELECT * FROM minute_sums')}
+       ${rollupUpsert('occurrence_minute_partials', 'minute, tenant_id', false, 'SELECT * FROM minute_sums')}
      )${
        days
          ? `, days AS (

@@ -232,7 +232,7 @@ export async function occurrencePruneBatch(
                      UNION ALL
                      -- Not read at all when every slice from \`from\` on fired after the horizon.
                      (SELECT id, fire_at, schedule_id FROM occurrences l
-                       WHERE id > $6 AND fire_at >= $9 AND ${notSummed('l', 'minutes')}
+                       WHERE id > $6 AND fire_at >= $9 AND ${notSummed('l', 'partials')}
                          AND $9 < (SELECT now FROM t) - make_interval(secs => $8)
                        ORDER BY id LIMIT $7)) o
               CROSS JOIN t

@@ -347,13 +347,15 @@ test('a crash that empties the unlogged day partials mid-slice: the drop sums th
   const { pool } = await createTestDatabase();
   await sumAround(pool, 'crashed', async (s) => {
     // What crash recovery does to unlogged tables.
-    await pool.query('TRUNCATE occurrence_day_partials, occurrence_day_partials_span');
+    await pool.query(
+      'TRUNCATE occurrence_minute_partials, occurrence_day_partials, occurrence_partials_span',
+    );
     // A backfill of a fire time the steps have passed, written while the partials hold nothing.
     await insertOccurrences(pool, s, [{ fireAt: at(-35, 0.05), lagMs: 4_000 }]);
     // Later steps keep nothing in them.
     assert.equal(await count(pool, 'SELECT count(*) FROM occurrence_day_partials'), 0);
   });
-  assert.equal(await count(pool, 'SELECT count(*) FROM occurrence_day_partials_span'), 0);
+  assert.equal(await count(pool, 'SELECT count(*) FROM occurrence_partials_span'), 0);
 });
 
 test('a slice part-summed into both rollups before 0039 goes on with its days counted once', async () => {
@@ -362,12 +364,92 @@ test('a slice part-summed into both rollups before 0039 goes on with its days co
     // 0038's steps wrote the days up to `before` into occurrence_days: what 0039 finds.
     await withTransaction(pool, async (tx) => {
       await tx.query(`INSERT INTO occurrence_days SELECT * FROM occurrence_day_partials`);
-      await tx.query('TRUNCATE occurrence_day_partials, occurrence_day_partials_span');
+      await tx.query(
+        'TRUNCATE occurrence_minute_partials, occurrence_day_partials, occurrence_partials_span',
+      );
       await tx.query('UPDATE occurrence_summed SET days_before = before');
     });
     // A backfill below days_before counts itself into occurrence_days, as under 0038.
     await insertOccurrences(pool, s, [{ fireAt: at(-35, 0.05), lagMs: 4_000 }]);
   });
+});
+
+test('steps inside a minute leave it to the step that ends it, beside a backfill, a row walk and a crash', async () => {
+  const { pool } = await createTestDatabase();
+  await sliceLedger(pool, -34, 3);
+  // The oldest slice: half an hour of D-35, a row every 5 s (twelve a minute), lateness 0-5 s.
+  const short = { name: 'occurrences_test_short', from: at(-35, 1), to: at(-35, 1.5) };
+  await occurrenceSliceAttach(pool, short);
+  const s = await insertSchedule(pool, 'dense', 'acme');
+  await insertOccurrences(
+    pool,
+    s,
+    Array.from({ length: 360 }, (_, i) => ({
+      fireAt: new Date(at(-35, 1).getTime() + i * 5_000),
+      lagMs: (i % 6) * 1_000,
+    })),
+  );
+  await pool.query(`ANALYZE "${short.name}"`);
+  await pool.query(`ALTER TABLE "${short.name}" SET (autovacuum_enabled = off)`);
+  const range = { from: at(-36), to: T, limit: 10_000 };
+  const read = async (): Promise<unknown[]> => [
+    await occurrenceLatenessPerMinute(pool, { ...range, tenantId: 'acme' }),
+    await occurrenceLatenessPerMinute(pool, range),
+    await occurrenceLatenessBySchedule(pool, s, range),
+    // Per minute, the ledger's part and the rollup's (a row walk inside a minute splits it in two).
+    [
+      ...(await historyLagPerMinute(pool, range)).reduce(
+        (byMinute, m) => byMinute.set(m.at.getTime(), (byMinute.get(m.at.getTime()) ?? 0) + m.count),
+        new Map<number, number>(),
+      ),
+    ],
+  ];
+  let before = await read();
+  const fence = await fenceFor(pool, 'occurrence-slices-dense');
+  const [slice] = await occurrenceSliceList(pool);
+  assert.equal(slice?.name, short.name);
+  let rows = 0;
+  let walked = 0;
+  for (let n = 1; ; n++) {
+    // Four rows a step (20 s at the slice's rate): three steps a minute, the first two inside it
+    // (the first step ends where the slice starts).
+    const step = await occurrenceSliceSumStep(pool, fence, slice, T, 30 * 86_400, 4);
+    assert.ok(step.rows !== null);
+    rows += step.rows;
+    assert.deepEqual(await read(), before, `after step ${n}`);
+    if (step.summed) break;
+    if (n === 5) {
+      // Inside the second minute: its first third waits in the partials, out of the rollup.
+      assert.equal(await count(pool, 'SELECT count(*) FROM occurrence_minute_partials'), 1);
+      assert.equal(await count(pool, `SELECT count(*) FROM occurrence_minutes WHERE scheduled > 0`), 1);
+      // A backfill inside that third counts itself there, once.
+      await insertOccurrences(pool, s, [{ fireAt: new Date(at(-35, 1).getTime() + 62_500), lagMs: 9_000 }]);
+      before = await read();
+    }
+    if (n === 9) {
+      // An override appears inside a minute: the walk takes the rows after the partials, not those in them.
+      const pass = maintenance(pool, { queues: { q: { occurrences: '31d' } } });
+      walked = (await pass.runPass()).deleted.occurrences;
+      await pass.stop();
+      assert.deepEqual(await read(), before, 'after the row walk');
+    }
+    if (n === 20) {
+      // Crash recovery empties the partials inside a minute: the steps go on from its start.
+      await pool.query(
+        'TRUNCATE occurrence_minute_partials, occurrence_day_partials, occurrence_partials_span',
+      );
+      assert.deepEqual(await read(), before, 'after the crash');
+    }
+  }
+  assert.ok(walked > 0);
+  assert.deepEqual(await occurrenceSliceDropDue(pool, fence, slice, T, 30 * 86_400), {
+    fenced: true,
+    dropped: true,
+  });
+  assert.deepEqual(await read(), before);
+  // Every occurrence once: the 360 and the backfill, summed, walked or counted by the trigger.
+  const [b] = await occurrenceLatenessBySchedule(pool, s, range);
+  assert.equal((b?.scheduled ?? 0) + (b?.triggered ?? 0), 361, `summed ${rows}, walked ${walked}`);
 });
 
 test('the first slice, with no lower bound, is summed in steps from its oldest row', async () => {
