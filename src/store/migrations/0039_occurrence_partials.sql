@@ -6,31 +6,8 @@
 -- occurrence_days updated one logged row per occurrence. Unlogged: a crash empties these tables;
 -- the steps then start again from the last whole minute, and the drop sums the slice's days from
 -- its rows in one statement.
-CREATE UNLOGGED TABLE occurrence_minute_partials (
-  minute     timestamptz NOT NULL,
-  tenant_id  text NOT NULL,
-  scheduled  bigint NOT NULL DEFAULT 0,
-  triggered  bigint NOT NULL DEFAULT 0,
-  skipped    bigint NOT NULL DEFAULT 0,
-  missed     bigint NOT NULL DEFAULT 0,
-  late       bigint NOT NULL DEFAULT 0,
-  lag_sum_s  double precision NOT NULL DEFAULT 0,
-  lag_max_s  double precision NOT NULL DEFAULT 0,
-  PRIMARY KEY (minute, tenant_id)
-);
-CREATE UNLOGGED TABLE occurrence_day_partials (
-  schedule_id uuid NOT NULL,
-  day         timestamptz NOT NULL,
-  tenant_id   text NOT NULL,
-  scheduled   bigint NOT NULL DEFAULT 0,
-  triggered   bigint NOT NULL DEFAULT 0,
-  skipped     bigint NOT NULL DEFAULT 0,
-  missed      bigint NOT NULL DEFAULT 0,
-  late        bigint NOT NULL DEFAULT 0,
-  lag_sum_s   double precision NOT NULL DEFAULT 0,
-  lag_max_s   double precision NOT NULL DEFAULT 0,
-  PRIMARY KEY (schedule_id, day)
-);
+CREATE UNLOGGED TABLE occurrence_minute_partials (LIKE occurrence_minutes INCLUDING DEFAULTS, PRIMARY KEY (minute, tenant_id));
+CREATE UNLOGGED TABLE occurrence_day_partials (LIKE occurrence_days INCLUDING DEFAULTS, PRIMARY KEY (schedule_id, day));
 
 -- What the partials hold of `slice`: the minute partials its rows from occurrence_summed.before up
 -- to `upto`; the day partials its rows from `days_from` up to `upto` (null: none, since a crash).
@@ -56,50 +33,39 @@ DECLARE
   tenant text := coalesce((SELECT s.tenant_id FROM schedules s WHERE s.id = NEW.schedule_id), '');
   scheduled boolean := NEW.state = 'enqueued' AND NEW.source = 'schedule' AND NOT NEW.backfill;
   lag float8 := greatest(0, date_part('epoch', NEW.materialised_at - NEW.fire_at));
-  triggered int := (NEW.state = 'enqueued' AND NOT scheduled)::int;
-  skipped int := (NEW.state = 'skipped')::int;
-  missed int := (NEW.state = 'missed')::int;
-  late int := (scheduled AND lag > 2)::int;
   lag_sum float8 := CASE WHEN scheduled THEN lag ELSE 0 END;
-  fire_minute timestamptz := date_trunc('minute', NEW.fire_at);
-  fire_day timestamptz := date_trunc('day', NEW.fire_at, 'UTC');
+  -- The rollup columns after the key, and how a row already there adds a new one's (rollupUpsert,
+  -- store/occurrence-rollup.ts).
+  sums text := 'scheduled, triggered, skipped, missed, late, lag_sum_s, lag_max_s';
+  adds text := 'scheduled = r.scheduled + EXCLUDED.scheduled, triggered = r.triggered + EXCLUDED.triggered,
+    skipped = r.skipped + EXCLUDED.skipped, missed = r.missed + EXCLUDED.missed, late = r.late + EXCLUDED.late,
+    lag_sum_s = r.lag_sum_s + EXCLUDED.lag_sum_s, lag_max_s = greatest(r.lag_max_s, EXCLUDED.lag_max_s)';
   summed occurrence_summed;
   held boolean;
   days_held boolean;
+  minutes text;
+  days text;
 BEGIN
   SELECT * INTO summed FROM occurrence_summed;
   SELECT NEW.fire_at < p.upto, NEW.fire_at < p.upto AND p.days_from = summed.days_before
     INTO held, days_held
     FROM occurrence_partials_span p WHERE p.slice = TG_TABLE_NAME;
-  IF NEW.fire_at < summed.before THEN
-    INSERT INTO occurrence_minutes AS r (minute, tenant_id, scheduled, triggered, skipped, missed, late, lag_sum_s, lag_max_s)
-    VALUES (fire_minute, tenant, scheduled::int, triggered, skipped, missed, late, lag_sum, lag_sum)
-    ON CONFLICT (minute, tenant_id) DO UPDATE SET
-      scheduled = r.scheduled + EXCLUDED.scheduled, triggered = r.triggered + EXCLUDED.triggered,
-      skipped = r.skipped + EXCLUDED.skipped, missed = r.missed + EXCLUDED.missed, late = r.late + EXCLUDED.late,
-      lag_sum_s = r.lag_sum_s + EXCLUDED.lag_sum_s, lag_max_s = greatest(r.lag_max_s, EXCLUDED.lag_max_s);
-  ELSIF held THEN
-    INSERT INTO occurrence_minute_partials AS r (minute, tenant_id, scheduled, triggered, skipped, missed, late, lag_sum_s, lag_max_s)
-    VALUES (fire_minute, tenant, scheduled::int, triggered, skipped, missed, late, lag_sum, lag_sum)
-    ON CONFLICT (minute, tenant_id) DO UPDATE SET
-      scheduled = r.scheduled + EXCLUDED.scheduled, triggered = r.triggered + EXCLUDED.triggered,
-      skipped = r.skipped + EXCLUDED.skipped, missed = r.missed + EXCLUDED.missed, late = r.late + EXCLUDED.late,
-      lag_sum_s = r.lag_sum_s + EXCLUDED.lag_sum_s, lag_max_s = greatest(r.lag_max_s, EXCLUDED.lag_max_s);
+  minutes := CASE WHEN NEW.fire_at < summed.before THEN 'occurrence_minutes'
+                  WHEN held THEN 'occurrence_minute_partials' END;
+  days := CASE WHEN NEW.fire_at < summed.days_before THEN 'occurrence_days'
+               WHEN days_held THEN 'occurrence_day_partials' END;
+  IF minutes IS NOT NULL THEN
+    EXECUTE format('INSERT INTO %I AS r (minute, tenant_id, %s) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)
+                    ON CONFLICT (minute, tenant_id) DO UPDATE SET %s', minutes, sums, adds)
+      USING date_trunc('minute', NEW.fire_at), tenant, scheduled::int, (NEW.state = 'enqueued' AND NOT scheduled)::int,
+            (NEW.state = 'skipped')::int, (NEW.state = 'missed')::int, (scheduled AND lag > 2)::int, lag_sum;
   END IF;
-  IF NEW.fire_at < summed.days_before THEN
-    INSERT INTO occurrence_days AS r (schedule_id, day, tenant_id, scheduled, triggered, skipped, missed, late, lag_sum_s, lag_max_s)
-    VALUES (NEW.schedule_id, fire_day, tenant, scheduled::int, triggered, skipped, missed, late, lag_sum, lag_sum)
-    ON CONFLICT (schedule_id, day) DO UPDATE SET
-      scheduled = r.scheduled + EXCLUDED.scheduled, triggered = r.triggered + EXCLUDED.triggered,
-      skipped = r.skipped + EXCLUDED.skipped, missed = r.missed + EXCLUDED.missed, late = r.late + EXCLUDED.late,
-      lag_sum_s = r.lag_sum_s + EXCLUDED.lag_sum_s, lag_max_s = greatest(r.lag_max_s, EXCLUDED.lag_max_s);
-  ELSIF days_held THEN
-    INSERT INTO occurrence_day_partials AS r (schedule_id, day, tenant_id, scheduled, triggered, skipped, missed, late, lag_sum_s, lag_max_s)
-    VALUES (NEW.schedule_id, fire_day, tenant, scheduled::int, triggered, skipped, missed, late, lag_sum, lag_sum)
-    ON CONFLICT (schedule_id, day) DO UPDATE SET
-      scheduled = r.scheduled + EXCLUDED.scheduled, triggered = r.triggered + EXCLUDED.triggered,
-      skipped = r.skipped + EXCLUDED.skipped, missed = r.missed + EXCLUDED.missed, late = r.late + EXCLUDED.late,
-      lag_sum_s = r.lag_sum_s + EXCLUDED.lag_sum_s, lag_max_s = greatest(r.lag_max_s, EXCLUDED.lag_max_s);
+  IF days IS NOT NULL THEN
+    EXECUTE format('INSERT INTO %I AS r (schedule_id, day, tenant_id, %s) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9)
+                    ON CONFLICT (schedule_id, day) DO UPDATE SET %s', days, sums, adds)
+      USING NEW.schedule_id, date_trunc('day', NEW.fire_at, 'UTC'), tenant, scheduled::int,
+            (NEW.state = 'enqueued' AND NOT scheduled)::int, (NEW.state = 'skipped')::int,
+            (NEW.state = 'missed')::int, (scheduled AND lag > 2)::int, lag_sum;
   END IF;
   RETURN NULL;
 END
