@@ -133,7 +133,7 @@ export const MAINTENANCE_DEFAULTS = {
   // At 20 % the same bench pruned 10,700 rows a second and the drain beside it ran at 0.82× (ranges
   // overlapping); on 2 CPU-bound cores every share of a core pruning takes is taken from the drain.
   dutyCycle: 0.1,
-  // A day's slice at 30,000 every-minute schedules is ~17,000 steps of ~28 ms, ~80 min at the duty
+  // A day's slice at 30,000 every-minute schedules is ~17,000 steps of ~18 ms, ~50 min at the duty
   // cycle: summed in one pass, the rest of it (workflows, workers, aged rollups) waited as long.
   sliceSumPassMs: 300_000,
 } as const;

@@ -7,7 +7,11 @@
 -- the steps then start again from the last whole minute, and the drop sums the slice's days from
 -- its rows in one statement.
 CREATE UNLOGGED TABLE occurrence_minute_partials (LIKE occurrence_minutes INCLUDING DEFAULTS, PRIMARY KEY (minute, tenant_id));
-CREATE UNLOGGED TABLE occurrence_day_partials (LIKE occurrence_days INCLUDING DEFAULTS, PRIMARY KEY (schedule_id, day));
+-- Each step updates a day row of every schedule it meets, ~43 million updates a day at the source's
+-- rate on 30,000 rows: with room on each page they stay heap-only (at the default fillfactor 7 % did,
+-- and the table held 20× its live rows after 600,000 updates).
+CREATE UNLOGGED TABLE occurrence_day_partials (LIKE occurrence_days INCLUDING DEFAULTS, PRIMARY KEY (schedule_id, day))
+  WITH (fillfactor = 50);
 
 -- What the partials hold of `slice`: the minute partials its rows from occurrence_summed.before up
 -- to `upto`; the day partials its rows from `days_from` up to `upto` (null: none, since a crash).
