@@ -582,6 +582,7 @@ export class Maintenance {
       from = slice.to;
       if (s > 0 || held) continue;
       let rows = 0;
+      let summed = false;
       for (;;) {
         const step = await this.#batch(
           'occurrences',
@@ -592,7 +593,14 @@ export class Maintenance {
         );
         if (step === null) return 'lost';
         rows += step.rows ?? 0;
-        if (step.summed || step.rows === null || performance.now() >= until) break;
+        summed = step.summed;
+        if (summed || step.rows === null || performance.now() >= until) break;
+      }
+      // Busy, or the pass's time for summing is up: the slice waits for the next pass, its rows
+      // summed so far out of reach.
+      if (!summed) {
+        held = true;
+        continue;
       }
       const r = await this.#batch(
         'occurrences',
@@ -601,8 +609,7 @@ export class Maintenance {
         count,
       );
       if (r === null) return 'lost';
-      // Busy, a step was, or the pass's time for summing is up: the slice waits for the next pass,
-      // its rows summed so far out of reach.
+      // The ledger was busy: the same, summed whole.
       if (!r.dropped) {
         held = true;
         continue;

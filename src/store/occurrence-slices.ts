@@ -305,10 +305,10 @@ async function partialsHeld(
   await client.query('DELETE FROM occurrence_minute_partials');
   await client.query('DELETE FROM occurrence_day_partials');
   await client.query('DELETE FROM occurrence_partials_span');
+  // Unheld, `from` is `before`; fresh, days_before is the same time.
   await client.query(
-    `INSERT INTO occurrence_partials_span (slice, upto, days_from)
-     SELECT $1, before, CASE WHEN days_before = before THEN days_before END FROM occurrence_summed`,
-    [slice.name],
+    `INSERT INTO occurrence_partials_span (slice, upto, days_from) VALUES ($1, $2::timestamptz, $3::timestamptz)`,
+    [slice.name, row.from, row.fresh ? row.from : null],
   );
   return { from: row.from, days: row.fresh };
 }
