@@ -39,13 +39,13 @@
  * measurement adds jobs to the newest slices, on base and history alternately, run by run (median
  * of 20 each), and each reports the pages it touched, which the machine's load does not change.
  * Then the maintenance role runs until a pass deletes less than a batch, and the bench reports the
- * rate it sustained and the disk use left. Last, enqueue → start in runs of 4,000 jobs during which
- * the oldest day's slice of the occurrence ledger is summed into the rollups and dropped, the jobs
- * sent while that ran against the others.
+ * rate it sustained and the disk use left. Last, enqueue → start in runs of 4,000 jobs while the
+ * oldest day's slice of the occurrence ledger is summed into the rollups in steps switched on and
+ * off every 2 s, then dropped: the jobs sent with the steps on against those sent with them off.
  *
  * BENCH_HISTORY_TRIALS sets the trials (default 3), BENCH_HISTORY_ONLY the measurements (default
- * `drain,latency,burst,queries,pruning,paired`; without `pruning` neither the two pruning columns
- * nor the steady state run). BENCH_HISTORY_KEEP=1 (with DATABASE_URL) keeps both databases, named by
+ * `drain,latency,burst,queries,pruning,paired,ledger`; without `pruning` neither the two pruning
+ * columns nor the steady state run). BENCH_HISTORY_KEEP=1 (with DATABASE_URL) keeps both databases, named by
  * BENCH_DB_PREFIX and the job count, and uses them again on the next run instead of loading: pruning
  * deletes from the kept history, so a run that measures it wants a fresh one.
  */
@@ -86,9 +86,9 @@ const N = Number(process.env.BENCH_HISTORY_JOBS ?? 10_000_000);
 const DAYS = Number(process.env.BENCH_HISTORY_DAYS ?? 8);
 const TRIALS = Number(process.env.BENCH_HISTORY_TRIALS ?? 3);
 const KEEP = process.env.BENCH_HISTORY_KEEP === '1';
-/** Which measurements to run (comma-separated: drain, latency, burst, queries, pruning, paired); default all. */
+/** Which measurements to run (comma-separated: drain, latency, burst, queries, pruning, paired, ledger); default all. */
 const ONLY = new Set(
-  (process.env.BENCH_HISTORY_ONLY ?? 'drain,latency,burst,queries,pruning,paired').split(','),
+  (process.env.BENCH_HISTORY_ONLY ?? 'drain,latency,burst,queries,pruning,paired,ledger').split(','),
 );
 /**
  * The base database's jobs, the newest of the history: enough for full pages everywhere (200 dead
@@ -215,8 +215,6 @@ const SOURCE_JOBS_S = 500;
 const PAIR_WINDOW_MS = 2_000;
 /** Jobs a trial of the paired measurement sends: 20 s at LATENCY_RATE, five windows of each. */
 const PAIR_JOBS = 4_000;
-/** When the ledger's slice sum starts in its run of PAIR_JOBS: a quarter of the way. */
-const LEDGER_DROP_AFTER_MS = 5_000;
 
 interface Loaded {
   seconds: number;
@@ -453,13 +451,23 @@ function overlapShares(samples: LatencySample[], spans: Pruned['spans']): { tail
 
 /**
  * Enqueue → start in one run of PAIR_JOBS jobs while the oldest slice of the ledger is summed into
- * the rollups step by step and dropped (store/occurrence-slices.ts), paced at the role's default
- * duty cycle and started LEDGER_DROP_AFTER_MS in: the jobs sent while it ran against those sent
- * before or after it, as the paired measurement compares its windows. What a live system meets once a day.
+ * the rollups step by step (store/occurrence-slices.ts), the steps switched on and off in
+ * alternating windows of PAIR_WINDOW_MS, paced at the role's default for the sums while on, as the
+ * paired measurement does for the catch-up: jobs sent in an on window against those sent in an off
+ * one. Once the run has ended the rest of the slice is summed unpaced and the slice dropped (its
+ * drop timed alone). What a live system meets once a day.
  */
 async function latencyBesideLedgerDrop(
   d: Db,
-): Promise<{ during: number[]; outside: number[]; rows: number; steps: number; busyMs: number; ms: number }> {
+  onFirst: boolean,
+): Promise<{
+  on: number[];
+  off: number[];
+  rows: number;
+  steps: number;
+  busyMs: number;
+  dropMs: number;
+}> {
   await fresh(d, 'latency');
   const holder = `bench-${process.pid}`;
   const term = await leaseAcquire(d.db.pool, 'bench-ledger', holder, 600_000);
@@ -467,43 +475,63 @@ async function latencyBesideLedgerDrop(
   const fence = { lease: 'bench-ledger', holder, epoch: term.epoch };
   const [oldest] = await occurrenceSliceList(d.db.pool);
   if (oldest === undefined) throw new Error('the ledger has no slice');
-  let span = { from: 0, to: 0 };
-  const sum = { rows: 0, steps: 0, busyMs: 0 };
-  const samples = await latencySamples(d.db, d.jobs, PAIR_JOBS, async (measure) => {
-    const drop = (async () => {
-      await sleep(LEDGER_DROP_AFTER_MS);
-      const from = performance.now();
-      // Every slice older than a day is due at a retention of one day; paced as the role paces.
-      for (let summed = false; !summed;) {
-        const t0 = performance.now();
-        const step = await occurrenceSliceSumStep(d.db.pool, fence, oldest, null, 86_400);
-        const ms = performance.now() - t0;
-        if (step.rows === null)
-          throw new Error(`the ledger's oldest slice was not summed: ${JSON.stringify(step)}`);
-        sum.rows += step.rows;
-        sum.steps++;
-        sum.busyMs += ms;
-        summed = step.summed;
-        await sleep(ms * (1 / MAINTENANCE_DEFAULTS.dutyCycle - 1));
-      }
-      const r = await occurrenceSliceDropDue(d.db.pool, fence, oldest, null, 86_400);
-      if (!r.dropped) throw new Error(`the ledger's oldest slice was not dropped: ${JSON.stringify(r)}`);
-      span = { from, to: performance.now() };
-    })();
-    try {
-      return await measure();
-    } finally {
-      await drop;
-      await leaseRelease(d.db.pool, 'bench-ledger', holder, term.epoch);
-    }
-  });
-  const during = (x: LatencySample): boolean => span.from < x.sentMs + x.ms && span.to > x.sentMs;
-  return {
-    during: samples.filter(during).map((x) => x.ms),
-    outside: samples.filter((x) => !during(x)).map((x) => x.ms),
-    ...sum,
-    ms: span.to - span.from,
+  const sum = { rows: 0, steps: 0, busyMs: 0, summed: false };
+  // Every slice older than a day is due at a retention of one day.
+  const step = async (): Promise<number> => {
+    const t0 = performance.now();
+    const r = await occurrenceSliceSumStep(d.db.pool, fence, oldest, null, 86_400);
+    const ms = performance.now() - t0;
+    if (r.rows === null) throw new Error(`the ledger's oldest slice was not summed: ${JSON.stringify(r)}`);
+    sum.rows += r.rows;
+    sum.steps++;
+    sum.busyMs += ms;
+    sum.summed = r.summed;
+    return ms;
   };
+  const windows: { from: number; to: number; on: boolean }[] = [];
+  let measuring = true;
+  const alternate = async (): Promise<void> => {
+    for (let on = onFirst; measuring; on = !on) {
+      const from = performance.now();
+      if (on) {
+        while (!sum.summed && performance.now() - from < PAIR_WINDOW_MS) {
+          // Paced as the role paces the sums.
+          await sleep((await step()) * (1 / MAINTENANCE_DEFAULTS.sliceSumDutyCycle - 1));
+        }
+        await sleep(Math.max(0, PAIR_WINDOW_MS - (performance.now() - from)));
+      } else {
+        await sleep(PAIR_WINDOW_MS);
+      }
+      windows.push({ from, to: performance.now(), on });
+    }
+  };
+  let dropMs = 0;
+  try {
+    const samples = await latencySamples(d.db, d.jobs, PAIR_JOBS, async (measure) => {
+      const switching = alternate();
+      try {
+        return await measure();
+      } finally {
+        measuring = false;
+        await switching;
+      }
+    });
+    while (!sum.summed) await step();
+    const t0 = performance.now();
+    const r = await occurrenceSliceDropDue(d.db.pool, fence, oldest, null, 86_400);
+    dropMs = performance.now() - t0;
+    if (!r.dropped) throw new Error(`the ledger's oldest slice was not dropped: ${JSON.stringify(r)}`);
+    const on: number[] = [];
+    const off: number[] = [];
+    for (const s of samples) {
+      const w = windows.find((w) => s.sentMs >= w.from && s.sentMs < w.to);
+      if (w?.on === true) on.push(s.ms);
+      else if (w !== undefined) off.push(s.ms);
+    }
+    return { on, off, rows: sum.rows, steps: sum.steps, busyMs: sum.busyMs, dropMs };
+  } finally {
+    await leaseRelease(d.db.pool, 'bench-ledger', holder, term.epoch);
+  }
 }
 
 /** 5,000 one-off schedules due at one instant: fire time → the last occurrence written (ms). */
@@ -946,71 +974,76 @@ export const bench: Bench = async () => {
         });
       });
     }
-    if (!ONLY.has('pruning')) return rows;
-    const batches = (p: Pruned): string =>
-      `${p.batchMs.length === 0 ? 'no jobs deleted row by row' : `a jobs batch took p50 ${fmt(median(p.batchMs), 1)} ms, p99 ${fmt(percentile(p.batchMs, 99), 1)} ms`}${p.idle > 0 ? `; found nothing to prune in ${p.idle} measurements` : ''}`;
-    rows.push({
-      group: 'history',
-      name: `pruning rate while the week's rows ran`,
-      value: rate(weekPruned),
-      // Each second of the source's week brings 500 jobs and 500 occurrences due, and attempts.
-      target: `≈ ${(2 * SOURCE_JOBS_S).toLocaleString('en')}+ rows/s due`,
-      note: `${weekPruned.rows.toLocaleString('en')} rows in ${fmt(weekPruned.seconds, 1)} s at the default duty cycle (${fmt(MAINTENANCE_DEFAULTS.dutyCycle * 100)} %), the week's clock ${fmt((week.clock.ranS * week.clock.speed) / 3600, 1)} h on from the first row due; a slice of succeeded jobs goes whole when its last job is due, every ${fmt(SLICE_IDS / (N / (DAYS * 86_400)) / 3600, 1)} h of that clock; ${batches(weekPruned)}`,
-    });
-    rows.push({
-      group: 'history',
-      name: 'pruning rate while catching up beside the rows above',
-      value: rate(pruned),
-      note: `${pruned.rows.toLocaleString('en')} rows of every table in ${fmt(pruned.seconds, 1)} s at the default batch and duty cycle, occurrences kept 7 days; ${batches(pruned)}`,
-    });
-    say('pruning to steady state…');
-    const steady = await pruneToSteadyState(full);
-    rows.push({
-      group: 'history',
-      name: 'pruning to steady state, nothing else running',
-      value: `${fmt(steady.rows / Math.max(steady.seconds, 1e-9))} rows/s`,
-      note: `${steady.rows.toLocaleString('en')} rows in ${fmt(steady.seconds, 1)} s, ${steady.passes} passes`,
-    });
-    // What autovacuum would do next; the files keep their size, the freed space is reused.
-    await full.db.pool.query(`VACUUM ANALYZE ${TABLES.join(', ')}`);
-    const diskAfter = await diskUse(full);
-    const { rows: left } = await full.db.pool.query<{ n: number }>(
-      `SELECT (reltuples)::float8 AS n FROM pg_class WHERE oid = 'jobs'::regclass`,
-    );
-    const before = diskBefore.reduce((a, r) => a + r.bytes, 0);
-    const after = diskAfter.reduce((a, r) => a + r.bytes, 0);
-    rows.push({
-      group: 'history',
-      name: 'disk after a simulated week with default retention',
-      value: gib(after),
-      note: `${diskAfter
-        .map((r) => `${r.table} ${gib(r.bytes)}${r.freePct === null ? '' : ` (${fmt(r.freePct)} % free)`}`)
-        .join(
-          ', ',
-        )}; ${gib(before)} before pruning; ~${Math.round((left[0]?.n ?? 0) / 1000) * 1000} jobs left`,
-    });
+    if (ONLY.has('pruning')) {
+      const batches = (p: Pruned): string =>
+        `${p.batchMs.length === 0 ? 'no jobs deleted row by row' : `a jobs batch took p50 ${fmt(median(p.batchMs), 1)} ms, p99 ${fmt(percentile(p.batchMs, 99), 1)} ms`}${p.idle > 0 ? `; found nothing to prune in ${p.idle} measurements` : ''}`;
+      rows.push({
+        group: 'history',
+        name: `pruning rate while the week's rows ran`,
+        value: rate(weekPruned),
+        // Each second of the source's week brings 500 jobs and 500 occurrences due, and attempts.
+        target: `≈ ${(2 * SOURCE_JOBS_S).toLocaleString('en')}+ rows/s due`,
+        note: `${weekPruned.rows.toLocaleString('en')} rows in ${fmt(weekPruned.seconds, 1)} s at the default duty cycle (${fmt(MAINTENANCE_DEFAULTS.dutyCycle * 100)} %), the week's clock ${fmt((week.clock.ranS * week.clock.speed) / 3600, 1)} h on from the first row due; a slice of succeeded jobs goes whole when its last job is due, every ${fmt(SLICE_IDS / (N / (DAYS * 86_400)) / 3600, 1)} h of that clock; ${batches(weekPruned)}`,
+      });
+      rows.push({
+        group: 'history',
+        name: 'pruning rate while catching up beside the rows above',
+        value: rate(pruned),
+        note: `${pruned.rows.toLocaleString('en')} rows of every table in ${fmt(pruned.seconds, 1)} s at the default batch and duty cycle, occurrences kept 7 days; ${batches(pruned)}`,
+      });
+      say('pruning to steady state…');
+      const steady = await pruneToSteadyState(full);
+      rows.push({
+        group: 'history',
+        name: 'pruning to steady state, nothing else running',
+        value: `${fmt(steady.rows / Math.max(steady.seconds, 1e-9))} rows/s`,
+        note: `${steady.rows.toLocaleString('en')} rows in ${fmt(steady.seconds, 1)} s, ${steady.passes} passes`,
+      });
+      // What autovacuum would do next; the files keep their size, the freed space is reused.
+      await full.db.pool.query(`VACUUM ANALYZE ${TABLES.join(', ')}`);
+      const diskAfter = await diskUse(full);
+      const { rows: left } = await full.db.pool.query<{ n: number }>(
+        `SELECT (reltuples)::float8 AS n FROM pg_class WHERE oid = 'jobs'::regclass`,
+      );
+      const before = diskBefore.reduce((a, r) => a + r.bytes, 0);
+      const after = diskAfter.reduce((a, r) => a + r.bytes, 0);
+      rows.push({
+        group: 'history',
+        name: 'disk after a simulated week with default retention',
+        value: gib(after),
+        note: `${diskAfter
+          .map((r) => `${r.table} ${gib(r.bytes)}${r.freePct === null ? '' : ` (${fmt(r.freePct)} % free)`}`)
+          .join(
+            ', ',
+          )}; ${gib(before)} before pruning; ~${Math.round((left[0]?.n ?? 0) / 1000) * 1000} jobs left`,
+      });
+    }
     // Last: each trial drops a day of the ledger that the disk figure above still holds.
+    if (!ONLY.has('ledger')) return rows;
     const drops = {
-      during: [] as number[],
-      outside: [] as number[],
-      runs: [] as { rows: number; steps: number; busyMs: number; ms: number }[],
+      on: [] as number[],
+      off: [] as number[],
+      ratios: [] as number[],
+      runs: [] as { rows: number; steps: number; busyMs: number; dropMs: number }[],
     };
     for (let t = 0; t < TRIALS; t++) {
       say(`latency beside a slice of the ledger summed and dropped, trial ${t + 1} of ${TRIALS}…`);
-      const r = await latencyBesideLedgerDrop(full);
-      drops.during.push(...r.during);
-      drops.outside.push(...r.outside);
+      const r = await latencyBesideLedgerDrop(full, t % 2 === 0);
+      drops.on.push(...r.on);
+      drops.off.push(...r.off);
+      drops.ratios.push(percentile(r.on, 99) / percentile(r.off, 99));
       drops.runs.push(r);
     }
-    const p99 = { during: percentile(drops.during, 99), outside: percentile(drops.outside, 99) };
+    const p = (xs: number[], q: number): string => fmt(percentile(xs, q), 2);
+    const onOff = (q: number): string => (percentile(drops.on, q) / percentile(drops.off, q)).toFixed(2);
     const sumRate =
       drops.runs.reduce((a, x) => a + x.rows, 0) / (drops.runs.reduce((a, x) => a + x.busyMs, 0) / 1000);
     rows.push({
       group: 'history',
-      name: `enqueue → start while a day's slice of the ledger is summed and dropped, in one run`,
-      value: `p99 ${fmt(p99.during, 2)} ms during, ${fmt(p99.outside, 2)} ms outside`,
-      target: '≤ 1.1× outside',
-      note: `p99 ${fmt(p99.during / p99.outside, 2)}×, p50 ${fmt(median(drops.during), 2)} / ${fmt(median(drops.outside), 2)} ms; ${drops.during.length.toLocaleString('en')} jobs sent during, ${drops.outside.length.toLocaleString('en')} before or after, in ${TRIALS} runs of ${PAIR_JOBS.toLocaleString('en')}; ${drops.runs.map((x) => `${x.rows.toLocaleString('en')} rows in ${x.steps} steps, ${fmt(x.ms / 1000, 1)} s`).join('; ')}; steps ran at ${fmt(sumRate)} rows/s, so a day at the source's 500/s (43,200,000) takes ~${fmt(43_200_000 / sumRate / MAINTENANCE_DEFAULTS.dutyCycle / 60)} min at the default duty cycle (${fmt(MAINTENANCE_DEFAULTS.dutyCycle * 100)} %)`,
+      name: `enqueue → start, a day's slice of the ledger summed in steps switched on and off every ${fmt(PAIR_WINDOW_MS / 1000)} s in one run`,
+      value: `p99 ${p(drops.on, 99)} ms on, ${p(drops.off, 99)} ms off`,
+      target: '≤ 1.1× off',
+      note: `p99 ${onOff(99)}×, p50 ${p(drops.on, 50)} / ${p(drops.off, 50)} ms (${onOff(50)}×); ${drops.on.length.toLocaleString('en')} jobs sent with the steps on, ${drops.off.length.toLocaleString('en')} off, in ${TRIALS} runs of ${PAIR_JOBS.toLocaleString('en')}; p99 on ÷ off by run ${range(drops.ratios, 2)}; ${drops.runs.map((x) => `${x.rows.toLocaleString('en')} rows in ${x.steps} steps, dropped in ${fmt(x.dropMs)} ms`).join('; ')}; steps ran at ${fmt(sumRate)} rows/s, so a day at the source's 500/s (43,200,000) takes ~${fmt(43_200_000 / sumRate / MAINTENANCE_DEFAULTS.sliceSumDutyCycle / 3600, 1)} h at the sums' default duty cycle (${fmt(MAINTENANCE_DEFAULTS.sliceSumDutyCycle * 100)} %)`,
     });
     return rows;
   } finally {

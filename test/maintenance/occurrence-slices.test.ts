@@ -64,6 +64,7 @@ function maintenance(pool: Pool, retention: RetentionConfig = {}, clock = new Fa
     clock,
     leaseName: `occurrence-slices-${leaseN++}`,
     dutyCycle: 1,
+    sliceSumDutyCycle: 1,
   });
 }
 
@@ -101,6 +102,7 @@ test('due slices are summed and dropped whole, a slice due within a day keeps it
     clock: new FakeClock(T),
     leaseName: 'occurrence-slices-whole',
     dutyCycle: 1,
+    sliceSumDutyCycle: 1,
     onBatch: (b) => {
       if (b.table === 'occurrences' && b.wholeSlice === true) dropped.push(b.deleted);
     },
@@ -557,6 +559,7 @@ test('a pass sums the ledger for at most sliceSumPassMs and goes on; the next pa
       clock: new FakeClock(T),
       leaseName: `occurrence-slices-budget-${passes.length}`,
       dutyCycle: 1,
+      sliceSumDutyCycle: 1,
       sliceSumPassMs: 1,
       onBatch: (b) => {
         if (b.table === 'occurrences' && b.wholeSlice === true) steps++;
@@ -581,6 +584,50 @@ test('a pass sums the ledger for at most sliceSumPassMs and goes on; the next pa
     ],
   );
   assert.equal(passes[0]?.walked, 1);
+});
+
+test('a slice is summed at sliceSumDutyCycle: each step rests as long again at 50 %', async () => {
+  const { pool } = await createTestDatabase();
+  await sliceLedger(pool, -35, 3);
+  const s = await insertSchedule(pool, 'paced', 'acme');
+  await insertOccurrences(
+    pool,
+    s,
+    Array.from({ length: 240 }, (_, i) => ({ fireAt: at(-35, i / 10), lagMs: 1_000 })),
+  );
+  const [slice] = await occurrenceSliceList(pool);
+  assert.ok(slice);
+  // Four steps, as in the budget test above.
+  await pool.query(`ALTER TABLE "${slice.name}" SET (autovacuum_enabled = off)`);
+  await pool.query(`UPDATE pg_class SET reltuples = $2 WHERE oid = $1::regclass`, [
+    `"${slice.name}"`,
+    4 * OCCURRENCE_SUM_STEP_ROWS,
+  ]);
+  const steps: { startedMs: number; endedMs: number }[] = [];
+  const m = new Maintenance({
+    pool,
+    log,
+    clock: new FakeClock(T),
+    leaseName: 'occurrence-slices-paced',
+    dutyCycle: 1,
+    sliceSumDutyCycle: 0.5,
+    onBatch: (b) => {
+      if (b.table === 'occurrences' && b.wholeSlice === true) steps.push(b);
+    },
+  });
+  await m.runPass();
+  await m.stop();
+  assert.equal(steps.length, 4);
+  assert.ok(!(await occurrenceSliceList(pool)).some((x) => x.name === slice.name));
+  for (let i = 1; i < steps.length; i++) {
+    const prev = steps[i - 1] as (typeof steps)[number];
+    const next = steps[i] as (typeof steps)[number];
+    // A timer may fire up to a millisecond early by performance.now().
+    assert.ok(
+      next.startedMs - prev.endedMs >= prev.endedMs - prev.startedMs - 1.5,
+      `step ${i + 1} started ${next.startedMs - prev.endedMs} ms after a step of ${prev.endedMs - prev.startedMs} ms`,
+    );
+  }
 });
 
 test('slices are attached two days ahead of the clock, after fire times that outran them', async () => {

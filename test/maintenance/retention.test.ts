@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Client } from '../../src/client.ts';
 import { FakeClock } from '../../src/clock.ts';
+import { ConfigError } from '../../src/errors.ts';
 import { createLogger } from '../../src/log.ts';
 import { Maintenance } from '../../src/maintenance/maintenance.ts';
 import { RetentionConfigError, type RetentionConfig } from '../../src/maintenance/retention-config.ts';
@@ -41,6 +42,7 @@ function maintenance(retention: RetentionConfig = {}, extra: { batchSize?: numbe
     clock: new FakeClock(T),
     leaseName: `maintenance-test-${leaseN++}`,
     dutyCycle: 1,
+    sliceSumDutyCycle: 1,
     ...extra,
   });
 }
@@ -100,6 +102,7 @@ test('a job pruned takes its effect keys along: its idempotency key enqueued aga
     clock: new FakeClock(new Date(Date.now() + 120_000)),
     leaseName: `maintenance-test-${leaseN++}`,
     dutyCycle: 1,
+    sliceSumDutyCycle: 1,
   });
   const pass = await m.runPass();
   await m.stop();
@@ -117,7 +120,8 @@ test('a pass walks the jobs by id from the first one it kept; dead and cancelled
   const own = await createTestDatabase();
   const clock = new FakeClock(T);
   const lease = `maintenance-test-${leaseN++}`;
-  const term = () => new Maintenance({ pool: own.pool, log, clock, leaseName: lease, dutyCycle: 1 });
+  const term = () =>
+    new Maintenance({ pool: own.pool, log, clock, leaseName: lease, dutyCycle: 1, sliceSumDutyCycle: 1 });
   const ids = await insertJobs(own.pool, [
     { state: 'dead', at: ago(10 * DAY_MS) }, // 0 due at +20 d, by the dead walk
     { state: 'succeeded', at: ago(10 * DAY_MS) }, // 1 due now
@@ -281,6 +285,7 @@ test('a finished workflow goes in bounded batches; a running one and a recent on
     clock: new FakeClock(T),
     leaseName: 'maintenance-workflows',
     dutyCycle: 1,
+    sliceSumDutyCycle: 1,
     batchSize: 1_000,
     onBatch: (b) => {
       if (b.table === 'workflow_nodes') batches.push(b.deleted);
@@ -318,7 +323,15 @@ test('a finished workflow goes in bounded batches; a running one and a recent on
 test('two replicas never prune at once: the standby gets nothing, a deposed holder is fenced out', async () => {
   const lease = 'maintenance-pair';
   const make = (holder: string): Maintenance =>
-    new Maintenance({ pool: db.pool, log, clock: new FakeClock(T), leaseName: lease, holder, dutyCycle: 1 });
+    new Maintenance({
+      pool: db.pool,
+      log,
+      clock: new FakeClock(T),
+      leaseName: lease,
+      holder,
+      dutyCycle: 1,
+      sliceSumDutyCycle: 1,
+    });
   const a = make('a');
   const b = make('b');
   const ids = await insertJobs(db.pool, [
@@ -367,6 +380,7 @@ test('two running replicas: every batch of one ends before any batch of the othe
       intervalMs: 20,
       batchSize: 50,
       dutyCycle: 1,
+      sliceSumDutyCycle: 1,
       onBatch: (x) => spans.push({ who, start: x.startedMs, end: x.endedMs }),
     });
   const a = make('a');
@@ -465,7 +479,7 @@ test('the lateness rollups and the queues audit trail go after 400 days; forever
   assert.deepEqual(rows, [{ change: 'resume' }]);
 });
 
-test('a bad retention configuration is refused, naming the field, before anything runs', async () => {
+test('a bad retention configuration or pacing is refused, naming the field, before anything runs', async () => {
   const cases: [unknown, string, RegExp][] = [
     [{ succeded: '7d' }, 'retention.succeded', /unknown field/],
     [{ succeeded: '-3d' }, 'retention.succeeded', /not a duration/],
@@ -487,6 +501,17 @@ test('a bad retention configuration is refused, naming the field, before anythin
       (error: unknown) =>
         error instanceof RetentionConfigError && error.field === field && reason.test(error.message),
       `${JSON.stringify(retention)} should be refused at ${field}`,
+    );
+  }
+  for (const [options, reason] of [
+    [{ dutyCycle: 0 }, /^dutyCycle: 0 must be in \(0, 1\]/],
+    [{ sliceSumDutyCycle: 1.5 }, /^sliceSumDutyCycle: 1.5 must be in \(0, 1\]/],
+    [{ sliceSumDutyCycle: Number.NaN }, /^sliceSumDutyCycle: NaN must be in \(0, 1\]/],
+  ] as const) {
+    assert.throws(
+      () => new Maintenance({ pool: db.pool, log, ...options }),
+      (error: unknown) => error instanceof ConfigError && reason.test(error.message),
+      `${JSON.stringify(options)} should be refused`,
     );
   }
   assert.equal(await count(db.pool, 'SELECT count(*) FROM leases'), leasesBefore);
