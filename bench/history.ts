@@ -397,24 +397,41 @@ async function latencyPaired(
   onFirst: boolean,
 ): Promise<{ on: LatencySample[]; off: number[] }> {
   await fresh(d, 'latency');
+  return latencyInWindows(d, onFirst, async (on) => {
+    if (!on) {
+      await sleep(PAIR_WINDOW_MS);
+      return null;
+    }
+    let from: number | null = null;
+    await withPruning(
+      d,
+      pruned,
+      async (firstBatchMs) => {
+        from = firstBatchMs;
+        await sleep(Math.max(0, PAIR_WINDOW_MS - (performance.now() - firstBatchMs)));
+      },
+      role,
+    );
+    return from;
+  });
+}
+
+/**
+ * PAIR_JOBS jobs' enqueue → start while `window` runs windows alternately on and off (on first when
+ * `onFirst`) until they are all sent; a window returns when it began to count (null: when it was
+ * called). Returns the jobs sent in each kind of window; none sent between windows.
+ */
+async function latencyInWindows(
+  d: Db,
+  onFirst: boolean,
+  window: (on: boolean) => Promise<number | null>,
+): Promise<{ on: LatencySample[]; off: number[] }> {
   const windows: { from: number; to: number; on: boolean }[] = [];
   let measuring = true;
   const alternate = async (): Promise<void> => {
     for (let on = onFirst; measuring; on = !on) {
-      let from = performance.now();
-      if (on) {
-        await withPruning(
-          d,
-          pruned,
-          async (firstBatchMs) => {
-            from = firstBatchMs;
-            await sleep(Math.max(0, PAIR_WINDOW_MS - (performance.now() - firstBatchMs)));
-          },
-          role,
-        );
-      } else {
-        await sleep(PAIR_WINDOW_MS);
-      }
+      const called = performance.now();
+      const from = (await window(on)) ?? called;
       windows.push({ from, to: performance.now(), on });
     }
   };
@@ -488,47 +505,22 @@ async function latencyBesideLedgerDrop(
     sum.summed = r.summed;
     return ms;
   };
-  const windows: { from: number; to: number; on: boolean }[] = [];
-  let measuring = true;
-  const alternate = async (): Promise<void> => {
-    for (let on = onFirst; measuring; on = !on) {
-      const from = performance.now();
-      if (on) {
-        while (!sum.summed && performance.now() - from < PAIR_WINDOW_MS) {
-          // Paced as the role paces the sums.
-          await sleep((await step()) * (1 / MAINTENANCE_DEFAULTS.sliceSumDutyCycle - 1));
-        }
-        await sleep(Math.max(0, PAIR_WINDOW_MS - (performance.now() - from)));
-      } else {
-        await sleep(PAIR_WINDOW_MS);
-      }
-      windows.push({ from, to: performance.now(), on });
-    }
-  };
-  let dropMs = 0;
   try {
-    const samples = await latencySamples(d.db, d.jobs, PAIR_JOBS, async (measure) => {
-      const switching = alternate();
-      try {
-        return await measure();
-      } finally {
-        measuring = false;
-        await switching;
+    const { on, off } = await latencyInWindows(d, onFirst, async (on) => {
+      const from = performance.now();
+      while (on && !sum.summed && performance.now() - from < PAIR_WINDOW_MS) {
+        // Paced as the role paces the sums.
+        await sleep((await step()) * (1 / MAINTENANCE_DEFAULTS.sliceSumDutyCycle - 1));
       }
+      await sleep(Math.max(0, PAIR_WINDOW_MS - (performance.now() - from)));
+      return from;
     });
     while (!sum.summed) await step();
     const t0 = performance.now();
     const r = await occurrenceSliceDropDue(d.db.pool, fence, oldest, null, 86_400);
-    dropMs = performance.now() - t0;
+    const dropMs = performance.now() - t0;
     if (!r.dropped) throw new Error(`the ledger's oldest slice was not dropped: ${JSON.stringify(r)}`);
-    const on: number[] = [];
-    const off: number[] = [];
-    for (const s of samples) {
-      const w = windows.find((w) => s.sentMs >= w.from && s.sentMs < w.to);
-      if (w?.on === true) on.push(s.ms);
-      else if (w !== undefined) off.push(s.ms);
-    }
-    return { on, off, rows: sum.rows, steps: sum.steps, busyMs: sum.busyMs, dropMs };
+    return { on: on.map((x) => x.ms), off, rows: sum.rows, steps: sum.steps, busyMs: sum.busyMs, dropMs };
   } finally {
     await leaseRelease(d.db.pool, 'bench-ledger', holder, term.epoch);
   }

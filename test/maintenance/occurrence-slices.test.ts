@@ -525,24 +525,32 @@ test('slices are summed oldest first: one held back by a backfill holds back the
   assert.deepEqual(await read(), before);
 });
 
-test('a pass sums the ledger for at most sliceSumPassMs and goes on; the next pass picks up the slice', async () => {
-  const { pool } = await createTestDatabase();
+/**
+ * The ledger sliced by day from D-35, a schedule `name` (tenant acme) with 240 occurrences in the
+ * first slice and one before it (the default partition's, for a row walk), and the first slice's
+ * row estimate set so that its sum takes four steps of six hours.
+ */
+async function fourStepSlice(pool: Pool, name: string): Promise<{ s: string; slice: OccurrenceSlice }> {
   await sliceLedger(pool, -35, 3);
-  const s = await insertSchedule(pool, 'budget', 'acme');
+  const s = await insertSchedule(pool, name, 'acme');
   await insertOccurrences(pool, s, [
     ...Array.from({ length: 240 }, (_, i) => ({ fireAt: at(-35, i / 10), lagMs: (i % 6) * 1_000 })),
-    // Before the first slice: the default partition's, due, for the row walk after the sum.
     { fireAt: at(-60, 5), lagMs: 700 },
   ]);
   const [slice] = await occurrenceSliceList(pool);
   assert.ok(slice);
-  // Its row estimate sizes the steps: 4 × OCCURRENCE_SUM_STEP_ROWS makes four steps of six hours
-  // (and no autovacuum may analyze it back to 241 meanwhile).
+  // No autovacuum may analyze the estimate back to 240 meanwhile.
   await pool.query(`ALTER TABLE "${slice.name}" SET (autovacuum_enabled = off)`);
   await pool.query(`UPDATE pg_class SET reltuples = $2 WHERE oid = $1::regclass`, [
     `"${slice.name}"`,
     4 * OCCURRENCE_SUM_STEP_ROWS,
   ]);
+  return { s, slice };
+}
+
+test('a pass sums the ledger for at most sliceSumPassMs and goes on; the next pass picks up the slice', async () => {
+  const { pool } = await createTestDatabase();
+  const { s, slice } = await fourStepSlice(pool, 'budget');
   const range = { from: at(-61), to: T, limit: 10_000 };
   const read = async (): Promise<unknown[]> => [
     await occurrenceLatenessPerMinute(pool, { ...range, tenantId: 'acme' }),
@@ -588,21 +596,7 @@ test('a pass sums the ledger for at most sliceSumPassMs and goes on; the next pa
 
 test('a slice is summed at sliceSumDutyCycle: each step rests as long again at 50 %', async () => {
   const { pool } = await createTestDatabase();
-  await sliceLedger(pool, -35, 3);
-  const s = await insertSchedule(pool, 'paced', 'acme');
-  await insertOccurrences(
-    pool,
-    s,
-    Array.from({ length: 240 }, (_, i) => ({ fireAt: at(-35, i / 10), lagMs: 1_000 })),
-  );
-  const [slice] = await occurrenceSliceList(pool);
-  assert.ok(slice);
-  // Four steps, as in the budget test above.
-  await pool.query(`ALTER TABLE "${slice.name}" SET (autovacuum_enabled = off)`);
-  await pool.query(`UPDATE pg_class SET reltuples = $2 WHERE oid = $1::regclass`, [
-    `"${slice.name}"`,
-    4 * OCCURRENCE_SUM_STEP_ROWS,
-  ]);
+  const { slice } = await fourStepSlice(pool, 'paced');
   const steps: { startedMs: number; endedMs: number }[] = [];
   const m = new Maintenance({
     pool,
