@@ -141,9 +141,9 @@ export const MAINTENANCE_DEFAULTS = {
   // A day's slice at 30,000 every-minute schedules is ~43,000 steps of ~11 ms, hours at the sum's
   // duty cycle: summed in one pass, the rest of it (workflows, workers, aged rollups) waited as long.
   sliceSumPassMs: 300_000,
-  // Enqueue → start p99 with the steps on ÷ off, 10 M jobs of history on 2 cores: median 1.27× (7
-  // runs, 1.09–1.79) at 3 % in steps of 1,000 rows, 1.80× (5 runs, 1.63–2.04) at 10 % in steps of
-  // 2,500. A day at 500 a second then takes ~5 h of passes.
+  // Enqueue → start p99 with the steps on ÷ off, 10 M jobs of history on 2 cores: median 1.44× (8
+  // runs, 1.09–1.85) at 3 % in steps of 1,000 rows, 1.80× (5 runs, 1.63–2.04) at 10 % in steps of
+  // 2,500. A day at 500 a second then takes 5–6 h of passes.
   sliceSumDutyCycle: 0.03,
 } as const;
 
