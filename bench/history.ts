@@ -469,7 +469,7 @@ function overlapShares(samples: LatencySample[], spans: Pruned['spans']): { tail
 /**
  * Enqueue → start in one run of PAIR_JOBS jobs while the oldest slice of the ledger is summed into
  * the rollups step by step (store/occurrence-slices.ts), the steps switched on and off in
- * alternating windows of PAIR_WINDOW_MS, paced at the role's default for the sums while on, as the
+ * alternating windows of PAIR_WINDOW_MS, paced at the role's default duty cycle while on, as the
  * paired measurement does for the catch-up: jobs sent in an on window against those sent in an off
  * one. Once the run has ended the rest of the slice is summed unpaced and the slice dropped (its
  * drop timed alone). What a live system meets once a day.
@@ -509,8 +509,8 @@ async function latencyBesideLedgerDrop(
     const { on, off } = await latencyInWindows(d, onFirst, async (on) => {
       const from = performance.now();
       while (on && !sum.summed && performance.now() - from < PAIR_WINDOW_MS) {
-        // Paced as the role paces the sums.
-        await sleep((await step()) * (1 / MAINTENANCE_DEFAULTS.sliceSumDutyCycle - 1));
+        // Paced as the role paces the sums by default.
+        await sleep((await step()) * (1 / MAINTENANCE_DEFAULTS.dutyCycle - 1));
       }
       await sleep(Math.max(0, PAIR_WINDOW_MS - (performance.now() - from)));
       return from;
@@ -1035,7 +1035,7 @@ export const bench: Bench = async () => {
       name: `enqueue → start, a day's slice of the ledger summed in steps switched on and off every ${fmt(PAIR_WINDOW_MS / 1000)} s in one run`,
       value: `p99 ${p(drops.on, 99)} ms on, ${p(drops.off, 99)} ms off`,
       target: '≤ 1.1× off',
-      note: `p99 ${onOff(99)}×, p50 ${p(drops.on, 50)} / ${p(drops.off, 50)} ms (${onOff(50)}×); ${drops.on.length.toLocaleString('en')} jobs sent with the steps on, ${drops.off.length.toLocaleString('en')} off, in ${TRIALS} runs of ${PAIR_JOBS.toLocaleString('en')}; p99 on ÷ off by run ${range(drops.ratios, 2)}; ${drops.runs.map((x) => `${x.rows.toLocaleString('en')} rows in ${x.steps} steps, dropped in ${fmt(x.dropMs)} ms`).join('; ')}; steps ran at ${fmt(sumRate)} rows/s, so a day at the source's 500/s (43,200,000) takes ~${fmt(43_200_000 / sumRate / MAINTENANCE_DEFAULTS.sliceSumDutyCycle / 3600, 1)} h at the sums' default duty cycle (${fmt(MAINTENANCE_DEFAULTS.sliceSumDutyCycle * 100)} %)`,
+      note: `p99 ${onOff(99)}×, p50 ${p(drops.on, 50)} / ${p(drops.off, 50)} ms (${onOff(50)}×); ${drops.on.length.toLocaleString('en')} jobs sent with the steps on, ${drops.off.length.toLocaleString('en')} off, in ${TRIALS} runs of ${PAIR_JOBS.toLocaleString('en')}; p99 on ÷ off by run ${range(drops.ratios, 2)}; ${drops.runs.map((x) => `${x.rows.toLocaleString('en')} rows in ${x.steps} steps, dropped in ${fmt(x.dropMs)} ms`).join('; ')}; steps ran at ${fmt(sumRate)} rows/s, so a day at the source's 500/s (43,200,000) takes ~${fmt(43_200_000 / sumRate / MAINTENANCE_DEFAULTS.dutyCycle / 60)} min at the default duty cycle (${fmt(MAINTENANCE_DEFAULTS.dutyCycle * 100)} %)`,
     });
     return rows;
   } finally {

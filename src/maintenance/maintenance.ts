@@ -88,8 +88,9 @@ export interface MaintenanceOptions {
    */
   sliceSumPassMs?: number;
   /**
-   * Largest share of one connection's time the ledger's slice sums take (dutyCycle is the rest's).
-   * Default 3 %: a sum has a day to finish, and every step is a burst of CPU the claim path meets.
+   * Largest share of one connection's time the ledger's slice sums take; default `dutyCycle`. A
+   * lower one spreads a day's sum over more of the day (docs/production.md: the claim path meets
+   * every step as a burst of CPU).
    */
   sliceSumDutyCycle?: number;
   /** Called after every statement that deleted rows (tests and benches observe progress). */
@@ -138,13 +139,9 @@ export const MAINTENANCE_DEFAULTS = {
   // At 20 % the same bench pruned 10,700 rows a second and the drain beside it ran at 0.82× (ranges
   // overlapping); on 2 CPU-bound cores every share of a core pruning takes is taken from the drain.
   dutyCycle: 0.1,
-  // A day's slice at 30,000 every-minute schedules is ~43,000 steps of ~11 ms, hours at the sum's
-  // duty cycle: summed in one pass, the rest of it (workflows, workers, aged rollups) waited as long.
+  // A day's slice at 30,000 every-minute schedules is ~17,000 steps of ~18 ms, ~50 min at the duty
+  // cycle: summed in one pass, the rest of it (workflows, workers, aged rollups) waited as long.
   sliceSumPassMs: 300_000,
-  // Enqueue → start p99 with the steps on ÷ off, 10 M jobs of history on 2 cores: median 1.44× (8
-  // runs, 1.09–1.85) at 3 % in steps of 1,000 rows, 1.80× (5 runs, 1.63–2.04) at 10 % in steps of
-  // 2,500. A day at 500 a second then takes 5–6 h of passes.
-  sliceSumDutyCycle: 0.03,
 } as const;
 
 /** Margin kept off a term's trust window for the renewal's own flight time. */
@@ -215,7 +212,7 @@ export class Maintenance {
     this.#sliceIds = options.sliceIds ?? JOB_SLICE_IDS;
     this.#occurrenceSliceS = options.occurrenceSliceS ?? OCCURRENCE_SLICE_S;
     this.#sliceSumPassMs = options.sliceSumPassMs ?? MAINTENANCE_DEFAULTS.sliceSumPassMs;
-    this.#sliceSumDutyCycle = options.sliceSumDutyCycle ?? MAINTENANCE_DEFAULTS.sliceSumDutyCycle;
+    this.#sliceSumDutyCycle = options.sliceSumDutyCycle ?? this.#dutyCycle;
     this.#onBatch = options.onBatch;
     if (!(this.#renewMs < this.#ttlMs - TRUST_MARGIN_MS)) {
       throw new ConfigError(

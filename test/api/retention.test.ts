@@ -45,13 +45,7 @@ test('lateness survives pruning over HTTP, tenant-scoped; /metrics counts what w
       [1, 0, 100],
     ],
   );
-  const m = new Maintenance({
-    pool: api.db.pool,
-    log,
-    clock: new FakeClock(T),
-    dutyCycle: 1,
-    sliceSumDutyCycle: 1,
-  });
+  const m = new Maintenance({ pool: api.db.pool, log, clock: new FakeClock(T), dutyCycle: 1 });
   const pass = await m.runPass();
   await m.stop();
   assert.equal(pass.deleted.occurrences, 2);

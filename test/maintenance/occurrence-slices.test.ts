@@ -64,7 +64,6 @@ function maintenance(pool: Pool, retention: RetentionConfig = {}, clock = new Fa
     clock,
     leaseName: `occurrence-slices-${leaseN++}`,
     dutyCycle: 1,
-    sliceSumDutyCycle: 1,
   });
 }
 
@@ -102,7 +101,6 @@ test('due slices are summed and dropped whole, a slice due within a day keeps it
     clock: new FakeClock(T),
     leaseName: 'occurrence-slices-whole',
     dutyCycle: 1,
-    sliceSumDutyCycle: 1,
     onBatch: (b) => {
       if (b.table === 'occurrences' && b.wholeSlice === true) dropped.push(b.deleted);
     },
@@ -567,7 +565,6 @@ test('a pass sums the ledger for at most sliceSumPassMs and goes on; the next pa
       clock: new FakeClock(T),
       leaseName: `occurrence-slices-budget-${passes.length}`,
       dutyCycle: 1,
-      sliceSumDutyCycle: 1,
       sliceSumPassMs: 1,
       onBatch: (b) => {
         if (b.table === 'occurrences' && b.wholeSlice === true) steps++;

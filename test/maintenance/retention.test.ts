@@ -42,7 +42,6 @@ function maintenance(retention: RetentionConfig = {}, extra: { batchSize?: numbe
     clock: new FakeClock(T),
     leaseName: `maintenance-test-${leaseN++}`,
     dutyCycle: 1,
-    sliceSumDutyCycle: 1,
     ...extra,
   });
 }
@@ -102,7 +101,6 @@ test('a job pruned takes its effect keys along: its idempotency key enqueued aga
     clock: new FakeClock(new Date(Date.now() + 120_000)),
     leaseName: `maintenance-test-${leaseN++}`,
     dutyCycle: 1,
-    sliceSumDutyCycle: 1,
   });
   const pass = await m.runPass();
   await m.stop();
@@ -120,8 +118,7 @@ test('a pass walks the jobs by id from the first one it kept; dead and cancelled
   const own = await createTestDatabase();
   const clock = new FakeClock(T);
   const lease = `maintenance-test-${leaseN++}`;
-  const term = () =>
-    new Maintenance({ pool: own.pool, log, clock, leaseName: lease, dutyCycle: 1, sliceSumDutyCycle: 1 });
+  const term = () => new Maintenance({ pool: own.pool, log, clock, leaseName: lease, dutyCycle: 1 });
   const ids = await insertJobs(own.pool, [
     { state: 'dead', at: ago(10 * DAY_MS) }, // 0 due at +20 d, by the dead walk
     { state: 'succeeded', at: ago(10 * DAY_MS) }, // 1 due now
@@ -285,7 +282,6 @@ test('a finished workflow goes in bounded batches; a running one and a recent on
     clock: new FakeClock(T),
     leaseName: 'maintenance-workflows',
     dutyCycle: 1,
-    sliceSumDutyCycle: 1,
     batchSize: 1_000,
     onBatch: (b) => {
       if (b.table === 'workflow_nodes') batches.push(b.deleted);
@@ -330,7 +326,6 @@ test('two replicas never prune at once: the standby gets nothing, a deposed hold
       leaseName: lease,
       holder,
       dutyCycle: 1,
-      sliceSumDutyCycle: 1,
     });
   const a = make('a');
   const b = make('b');
@@ -380,7 +375,6 @@ test('two running replicas: every batch of one ends before any batch of the othe
       intervalMs: 20,
       batchSize: 50,
       dutyCycle: 1,
-      sliceSumDutyCycle: 1,
       onBatch: (x) => spans.push({ who, start: x.startedMs, end: x.endedMs }),
     });
   const a = make('a');

@@ -54,7 +54,6 @@ async function setup(): Promise<Setup> {
         clock: new FakeClock(T),
         sliceIds: SIZE,
         dutyCycle: 1,
-        sliceSumDutyCycle: 1,
       }),
   };
 }
@@ -145,7 +144,6 @@ test('a slice whose newest job comes due within a day keeps its due jobs until i
     clock: new FakeClock(new Date(T.getTime() + 3_600_000 + 1_000)),
     sliceIds: SIZE,
     dutyCycle: 1,
-    sliceSumDutyCycle: 1,
   });
   const pass = await later.runPass();
   await later.stop();
@@ -187,7 +185,6 @@ test('a drop that finds jobs_done busy goes on the next pass without deleting th
     clock: new FakeClock(T),
     sliceIds: SIZE,
     dutyCycle: 1,
-    sliceSumDutyCycle: 1,
     batchSize: 5,
     onBatch: (b) => batches.push(b),
   });

@@ -224,14 +224,7 @@ test('the walk by id prunes slice by slice, past an empty slice, and stops at th
   const old = "now() - interval '10 days'";
   const due = [...(await insert(at(0) + 1, 30, old)), ...(await insert(at(2) + 1, 30, old))];
   const young = await insert(at(3) + 1, 30, 'now()');
-  const m = new Maintenance({
-    pool: own.pool,
-    log,
-    sliceIds: SIZE,
-    batchSize: 10,
-    dutyCycle: 1,
-    sliceSumDutyCycle: 1,
-  });
+  const m = new Maintenance({ pool: own.pool, log, sliceIds: SIZE, batchSize: 10, dutyCycle: 1 });
   try {
     const pass = await m.runPass();
     assert.equal(pass.deleted.jobs, due.length);
