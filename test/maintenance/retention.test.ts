@@ -319,14 +319,7 @@ test('a finished workflow goes in bounded batches; a running one and a recent on
 test('two replicas never prune at once: the standby gets nothing, a deposed holder is fenced out', async () => {
   const lease = 'maintenance-pair';
   const make = (holder: string): Maintenance =>
-    new Maintenance({
-      pool: db.pool,
-      log,
-      clock: new FakeClock(T),
-      leaseName: lease,
-      holder,
-      dutyCycle: 1,
-    });
+    new Maintenance({ pool: db.pool, log, clock: new FakeClock(T), leaseName: lease, holder, dutyCycle: 1 });
   const a = make('a');
   const b = make('b');
   const ids = await insertJobs(db.pool, [
