@@ -30,7 +30,8 @@
  *   others.
  *
  * Measured alternately trial by trial, the order rotating: drain 50,000 no-op jobs with one worker
- * (concurrency 2,000); enqueue → handler start latency, 1,000 jobs at 200/s, p50 and p99; a
+ * (concurrency 2,000); enqueue → handler start latency, 1,000 jobs at 200/s, p50 and p99 (base and
+ * history in one run, a worker on each, their jobs sent in turn); a
  * 5,000-occurrence burst (fire time → all written, one leader); 4,000 jobs at 200/s on the history
  * with the catch-up's pruning switched on and off every 2 s (paired, in the catch-up's trials: the
  * week's role finds nothing due between drops of whole slices), comparing the jobs sent in each kind
@@ -80,7 +81,14 @@ import { workflowSearch } from '../src/store/workflow-search.ts';
 import { JobClient } from '../src/worker/job-client.ts';
 import { Worker } from '../src/worker/worker.ts';
 import { benchDatabase, type BenchDatabase } from './db.ts';
-import { LATENCY_JOBS, LATENCY_RATE, latencySamples, type LatencySample } from './latency.ts';
+import {
+  LATENCY_JOBS,
+  LATENCY_RATE,
+  latencyInterleaved,
+  latencySamples,
+  type Around,
+  type LatencySample,
+} from './latency.ts';
 import { median, percentile, type Bench, type BenchRow } from './table.ts';
 
 const N = Number(process.env.BENCH_HISTORY_JOBS ?? 10_000_000);
@@ -292,9 +300,6 @@ interface Pruned {
   idle: number;
 }
 
-/** Runs a measurement, with something beside it or not. */
-type Around = <T>(measure: () => Promise<T>) => Promise<T>;
-
 /** How a measurement's maintenance role prunes: default retention and pacing unless given. */
 interface Role {
   retention?: RetentionConfig;
@@ -374,13 +379,31 @@ async function drain(d: Db): Promise<number> {
   return DRAIN / ((performance.now() - t0) / 1000);
 }
 
+interface Percentiles {
+  p50: number;
+  p99: number;
+}
+
+const percentiles = (samples: LatencySample[]): Percentiles => {
+  const ms = samples.map((x) => x.ms);
+  return { p50: median(ms), p99: percentile(ms, 99) };
+};
+
 /** Enqueue → start p50 and p99; each job's sample is added to `kept` when given. */
-async function latency(d: Db, around: Around, kept?: LatencySample[]) {
+async function latency(d: Db, around: Around, kept?: LatencySample[]): Promise<Percentiles> {
   await fresh(d, 'latency');
   const samples = await latencySamples(d.db, d.jobs, LATENCY_JOBS, around);
   kept?.push(...samples);
-  const lat = samples.map((x) => x.ms);
-  return { p50: median(lat), p99: percentile(lat, 99) };
+  return percentiles(samples);
+}
+
+/** Enqueue → start on each of `ds` in one run, job by job in turn (latencyInterleaved). */
+async function latencyTogether(ds: Db[]): Promise<LatencySample[][]> {
+  for (const d of ds) await fresh(d, 'latency');
+  return latencyInterleaved(
+    ds.map((d) => ({ db: d.db, jobs: d.jobs })),
+    LATENCY_JOBS,
+  );
 }
 
 /**
@@ -807,10 +830,9 @@ export const bench: Bench = async () => {
           ? (measure) => withPruning(full, weekPruned, measure, week)
           : plain;
     const drains = { base: [], history: [], week: [], pruning: [] } as Record<Column, number[]>;
-    const lats = { base: [], history: [], week: [], pruning: [] } as Record<
-      Column,
-      { p50: number; p99: number }[]
-    >;
+    const lats = { base: [], history: [], week: [], pruning: [] } as Record<Column, Percentiles[]>;
+    /** Every job of the base and history columns' runs, pooled over the trials. */
+    const together = { base: [] as number[], history: [] as number[] };
     const bursts = { base: [], history: [], week: [], pruning: [] } as Record<Column, number[]>;
     const paired = {
       on: [] as LatencySample[],
@@ -853,7 +875,17 @@ export const bench: Bench = async () => {
       }
       if (ONLY.has('latency')) {
         say(`latency, trial ${t + 1} of ${TRIALS}…`);
-        for (const c of order) lats[c].push(await latency(dbs[c], around(c)));
+        for (const c of order) {
+          if (c === 'history') continue;
+          if (c === 'base') {
+            // Base and history in one run, their jobs in turn: history ÷ base is read job by job.
+            const [b = [], h = []] = await latencyTogether([base, full]);
+            lats.base.push(percentiles(b));
+            lats.history.push(percentiles(h));
+            together.base.push(...b.map((x) => x.ms));
+            together.history.push(...h.map((x) => x.ms));
+          } else lats[c].push(await latency(dbs[c], around(c)));
+        }
       }
       if (ONLY.has('burst')) {
         say(`burst, trial ${t + 1} of ${TRIALS}…`);
@@ -911,7 +943,7 @@ export const bench: Bench = async () => {
           )}, p99 ${range(
             lats[c].map((l) => l.p99),
             2,
-          )} ms`,
+          )} ms${c === 'history' ? `; one run a trial for both, their jobs in turn: p99 history ÷ base by trial ${lats.history.map((h, i) => fmt(h.p99 / (lats.base[i]?.p99 ?? Number.NaN), 2)).join(', ')}, of the ${together.history.length.toLocaleString('en')} jobs of every trial ${fmt(percentile(together.history, 99) / percentile(together.base, 99), 2)}` : ''}`,
         });
       }
     }

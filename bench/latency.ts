@@ -25,6 +25,11 @@ export interface LatencySample {
   ms: number;
 }
 
+/** Runs a measurement, with something beside it or not. */
+export type Around = <T>(measure: () => Promise<T>) => Promise<T>;
+
+const plain: Around = (measure) => measure();
+
 /**
  * Milliseconds from enqueue to start for LATENCY_JOBS jobs on queue `latency` (emptied by the
  * caller). `around` runs the measurement, e.g. beside the maintenance role.
@@ -32,7 +37,7 @@ export interface LatencySample {
 export async function latencyMeasure(
   db: BenchDatabase,
   jobs: JobClient,
-  around: (measure: () => Promise<LatencySample[]>) => Promise<LatencySample[]> = (measure) => measure(),
+  around: Around = plain,
 ): Promise<number[]> {
   return (await latencySamples(db, jobs, LATENCY_JOBS, around)).map((s) => s.ms);
 }
@@ -45,47 +50,73 @@ export async function latencySamples(
   db: BenchDatabase,
   jobs: JobClient,
   count: number,
-  around: (measure: () => Promise<LatencySample[]>) => Promise<LatencySample[]> = (measure) => measure(),
+  around: Around = plain,
 ): Promise<LatencySample[]> {
-  const sentAt = new Map<number, number>();
-  const startedAt = new Map<number, number>();
-  const worker = new Worker({
-    pool: db.pool,
-    connectionString: db.url,
-    handlers: {
-      ping: (ctx) => {
-        startedAt.set(ctx.jobId, performance.now());
-        return Promise.resolve();
-      },
-    },
-    queues: [{ name: 'latency', concurrency: 50 }],
-    log: createLogger('bench-worker'),
-  });
-  await worker.start();
+  return (await latencyInterleaved([{ db, jobs }], count, around))[0] ?? [];
+}
+
+/** A database a latency measurement sends its jobs to, with a worker of its own. */
+export interface LatencyTarget {
+  db: BenchDatabase;
+  jobs: JobClient;
+}
+
+/**
+ * latencySamples on several databases in one run, job by job in turn (each at LATENCY_RATE), so
+ * every database's jobs meet the machine's load of the same seconds: measured one after the other,
+ * the p99 of one database moved by a third between runs of the same code. Returns each target's
+ * samples, in the order given.
+ */
+export async function latencyInterleaved(
+  targets: LatencyTarget[],
+  count: number,
+  around: Around = plain,
+): Promise<LatencySample[][]> {
+  const sentAt = targets.map(() => new Map<number, number>());
+  const startedAt = targets.map(() => new Map<number, number>());
+  const workers = targets.map(
+    ({ db }, t) =>
+      new Worker({
+        pool: db.pool,
+        connectionString: db.url,
+        handlers: {
+          ping: (ctx) => {
+            startedAt[t]?.set(ctx.jobId, performance.now());
+            return Promise.resolve();
+          },
+        },
+        queues: [{ name: 'latency', concurrency: 50 }],
+        log: createLogger('bench-worker'),
+      }),
+  );
+  const allStarted = (n: number): boolean => startedAt.every((m) => m.size >= n);
   try {
-    const interval = 1000 / LATENCY_RATE;
-    for (let i = 0; i < LATENCY_WARMUP; i++) {
-      await jobs.enqueue({ queue: 'latency', kind: 'ping', payload: { warmup: true } });
+    for (const worker of workers) await worker.start();
+    const interval = 1000 / LATENCY_RATE / targets.length;
+    const send = async (i: number, payload: object): Promise<number> => {
+      const target = targets[i % targets.length] as LatencyTarget;
+      return (await target.jobs.enqueue({ queue: 'latency', kind: 'ping', payload })).id;
+    };
+    for (let i = 0; i < LATENCY_WARMUP * targets.length; i++) {
+      await send(i, { warmup: true });
       await pause(interval);
     }
-    while (startedAt.size < LATENCY_WARMUP) await pause(10);
-    startedAt.clear();
+    while (!allStarted(LATENCY_WARMUP)) await pause(10);
+    for (const m of startedAt) m.clear();
     return await around(async () => {
       const t0 = performance.now();
-      for (let i = 0; i < count; i++) {
+      for (let i = 0; i < count * targets.length; i++) {
         const wait = t0 + i * interval - performance.now();
         if (wait > 0) await pause(wait);
         const sent = performance.now();
-        const { id } = await jobs.enqueue({ queue: 'latency', kind: 'ping' });
-        sentAt.set(id, sent);
+        sentAt[i % targets.length]?.set(await send(i, {}), sent);
       }
-      while (startedAt.size < count) await pause(10);
-      return [...sentAt].map(([id, sent]) => ({
-        sentMs: sent,
-        ms: (startedAt.get(id) ?? Number.NaN) - sent,
-      }));
+      while (!allStarted(count)) await pause(10);
+      return sentAt.map((sent, t) =>
+        [...sent].map(([id, ms]) => ({ sentMs: ms, ms: (startedAt[t]?.get(id) ?? Number.NaN) - ms })),
+      );
     });
   } finally {
-    await worker.stop();
+    for (const worker of workers) await worker.stop();
   }
 }
