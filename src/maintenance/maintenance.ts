@@ -31,12 +31,12 @@ import {
 } from '../store/job-slices.ts';
 import { leaseAcquire, leaseRelease, leaseRenew } from '../store/leases.ts';
 import {
-  OCCURRENCE_SLICE_S,
   occurrenceSliceDropDue,
   occurrenceSliceDueIn,
   occurrenceSliceEnsure,
   occurrenceSliceList,
   occurrenceSliceSumStep,
+  type OccurrenceSlice,
 } from '../store/occurrence-slices.ts';
 import type { Fence } from '../store/occurrences.ts';
 import { withMovedRowRetry, type Pool } from '../store/pool.ts';
@@ -56,7 +56,12 @@ import {
   type WorkflowMarkResult,
 } from '../store/retention.ts';
 import { MaintenanceMetrics, type PrunedTable } from './metrics.ts';
-import { retentionPlan, type RetentionConfig, type RetentionPlan } from './retention-config.ts';
+import {
+  occurrenceSliceSpanS,
+  retentionPlan,
+  type RetentionConfig,
+  type RetentionPlan,
+} from './retention-config.ts';
 
 export interface MaintenanceOptions {
   pool: Pool;
@@ -80,7 +85,10 @@ export interface MaintenanceOptions {
   dutyCycle?: number;
   /** Ids per slice of succeeded jobs (store/job-slices.ts); tests make it small. */
   sliceIds?: number;
-  /** Seconds of fire time per slice of the occurrence ledger (store/occurrence-slices.ts). */
+  /**
+   * Seconds of fire time per slice of the occurrence ledger (store/occurrence-slices.ts); default a
+   * day, longer with a longer occurrence retention or none (occurrenceSliceSpanS).
+   */
   occurrenceSliceS?: number;
   /**
    * Most wall time one pass spends summing the ledger's due slices; the next pass goes on where it
@@ -154,9 +162,19 @@ const FULL_WALK_EVERY_MS = 86_400_000;
  * newest job will within this many seconds, and go with it: at 500 jobs a second a slice spans 5.5
  * hours, so they stay at most that long past their retention instead of going one by one at ~168 KB
  * of WAL per 1,000. A slice that spans longer (under ~115 jobs a second) is pruned row by row. The
- * occurrences of a day's slice of the ledger wait the same way, a day at most.
+ * occurrences of a slice of the ledger wait the same way, a day or the slice's span at most.
  */
 const SLICE_WAIT_S = 86_400;
+
+/**
+ * How long before a slice of the ledger comes due its due rows wait for it: SLICE_WAIT_S, or its
+ * span when longer (occurrenceSliceSpanS), else most of a long slice's rows would go one by one.
+ */
+function occurrenceSliceWaitS(slice: OccurrenceSlice): number {
+  return slice.from === null
+    ? SLICE_WAIT_S
+    : Math.max(SLICE_WAIT_S, (slice.to.getTime() - slice.from.getTime()) / 1000);
+}
 /** Finished workflows read per marking statement; each can hold up to 100,000 nodes. */
 const WORKFLOW_PAGE = 100;
 
@@ -210,7 +228,7 @@ export class Maintenance {
     this.#batchSize = options.batchSize ?? MAINTENANCE_DEFAULTS.batchSize;
     this.#dutyCycle = options.dutyCycle ?? MAINTENANCE_DEFAULTS.dutyCycle;
     this.#sliceIds = options.sliceIds ?? JOB_SLICE_IDS;
-    this.#occurrenceSliceS = options.occurrenceSliceS ?? OCCURRENCE_SLICE_S;
+    this.#occurrenceSliceS = options.occurrenceSliceS ?? occurrenceSliceSpanS(this.#plan);
     this.#sliceSumPassMs = options.sliceSumPassMs ?? MAINTENANCE_DEFAULTS.sliceSumPassMs;
     this.#sliceSumDutyCycle = options.sliceSumDutyCycle ?? this.#dutyCycle;
     this.#onBatch = options.onBatch;
@@ -543,7 +561,8 @@ export class Maintenance {
   /**
    * Drops the slices of the ledger that are due whole, oldest first, then walks the rows no slice
    * drop will take soon: those of the default partition, and of the slices from the first that is
-   * not due within SLICE_WAIT_S on (all of them when an override keeps occurrences longer).
+   * not due within its wait (occurrenceSliceWaitS) on (all of them when an override keeps occurrences
+   * longer).
    */
   async #pruneOccurrences(plan: RetentionPlan, count: Count): Promise<boolean> {
     const horizon = plan.occurrenceHorizonS;
@@ -578,7 +597,7 @@ export class Maintenance {
   /**
    * Sums into the rollups, step by paced step, and then drops each due slice of the ledger, oldest
    * first, for at most sliceSumPassMs of the pass. Returns the fire time from which the rows are the
-   * walk's: the end of the last slice that is due or comes due within SLICE_WAIT_S (its rows wait
+   * walk's: the end of the last slice that is due or comes due within its wait (its rows wait
    * for it), null when there is none; `lost` when the term was.
    */
   async #dropOccurrenceSlices(retentionS: number, count: Count): Promise<Date | null | 'lost'> {
@@ -590,7 +609,7 @@ export class Maintenance {
     let held = false;
     for (const [i, slice] of slices.entries()) {
       const s = dueIn[i] ?? Infinity;
-      if (s > SLICE_WAIT_S) break;
+      if (s > occurrenceSliceWaitS(slice)) break;
       from = slice.to;
       if (s > 0 || held) continue;
       let rows = 0;

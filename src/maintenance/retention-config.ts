@@ -196,6 +196,19 @@ function sliceDue(policy: RetentionPolicy, key: 'succeeded' | 'occurrences'): nu
   return d >= 0 && overrides.every((v) => v === undefined || (v >= 0 && v <= d)) ? d : null;
 }
 
+/**
+ * Seconds of fire time per slice of the occurrence ledger the role attaches: a day, or a thirtieth of
+ * a longer retention in whole days, so ~31 slices hold the retained ledger whatever its period
+ * (a year in daily slices would be 366 partitions, each planned and probed by every read that can
+ * not prune by fire time); 30 days when no slice is ever dropped whole (retention off, or an
+ * override keeping occurrences longer than the default), 12 partitions a year.
+ */
+export function occurrenceSliceSpanS(plan: RetentionPlan | null): number {
+  const due = plan?.occurrenceSliceDueS ?? null;
+  if (due === null) return 30 * DAY_S;
+  return Math.max(1, Math.floor(due / (30 * DAY_S))) * DAY_S;
+}
+
 /** Seconds as the settings write them: whole days as `7d`, else seconds. */
 function duration(s: number): string {
   return s % DAY_S === 0 ? `${s / DAY_S}d` : `${s}s`;

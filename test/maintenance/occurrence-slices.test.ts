@@ -4,14 +4,19 @@
  * as before; a slice coming due within a day keeps its due rows until then; the default partition's
  * rows go one by one; an override that keeps some occurrences longer leaves every slice to the row
  * walk; a backfill writing into a slice holds its drop off; slices are attached ahead of the clock,
- * after any fire times that outran them; a stale fence drops nothing.
+ * after any fire times that outran them, longer with a longer retention or none; a stale fence
+ * drops nothing.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { FakeClock } from '../../src/clock.ts';
 import { createLogger } from '../../src/log.ts';
 import { Maintenance } from '../../src/maintenance/maintenance.ts';
-import type { RetentionConfig } from '../../src/maintenance/retention-config.ts';
+import {
+  occurrenceSliceSpanS,
+  retentionPlan,
+  type RetentionConfig,
+} from '../../src/maintenance/retention-config.ts';
 import {
   occurrenceLatenessBySchedule,
   occurrenceLatenessPerMinute,
@@ -644,4 +649,57 @@ test('slices are attached two days ahead of the clock, after fire times that out
   await again.runPass();
   await again.stop();
   assert.equal((await occurrenceSliceList(pool)).length, slices.length);
+});
+
+test('a slice spans a day, a thirtieth of a longer retention, or 30 days when none is ever dropped', async () => {
+  const spanDays = (config: RetentionConfig): number => occurrenceSliceSpanS(retentionPlan(config)) / 86_400;
+  assert.equal(spanDays({}), 1);
+  assert.equal(spanDays({ occurrences: '7d' }), 1);
+  assert.equal(spanDays({ occurrences: '90d' }), 3);
+  assert.equal(spanDays({ occurrences: '365d' }), 12);
+  assert.equal(spanDays({ enabled: false }), 30);
+  assert.equal(spanDays({ queues: { archive: { occurrences: '60d' } } }), 30);
+
+  const { pool } = await createTestDatabase();
+  const slices = async (): Promise<number[][]> =>
+    (await occurrenceSliceList(pool)).map((x) => [
+      x.from === null ? Number.NaN : (x.from.getTime() - D) / DAY_MS,
+      (x.to.getTime() - D) / DAY_MS,
+    ]);
+  // Kept a year: a slice of 12 days, the oldest [D-375, D-363), its last fire time due in 1.5 days.
+  await withTransaction(pool, async (tx) => {
+    for (const x of await occurrenceSliceList(tx)) {
+      await tx.query(`ALTER TABLE occurrences DETACH PARTITION "${x.name}"`);
+      await tx.query(`DROP TABLE "${x.name}"`);
+    }
+    await occurrenceSliceAttach(tx, { name: 'occurrences_test_year', from: day(-375), to: day(-363) });
+  });
+  const s = await insertSchedule(pool, 'kept-a-year');
+  await insertOccurrences(pool, s, [{ fireAt: at(-370, 1) }, { fireAt: at(-364, 1) }]);
+  const m = maintenance(pool, { occurrences: '365d' });
+  // Due by the row, its slice not for 1.5 days: it waits for the slice, which has 12 days to go.
+  assert.equal((await m.runPass()).deleted.occurrences, 0);
+  await m.stop();
+  const attached = (await slices()).slice(1);
+  assert.ok(attached.length > 0);
+  for (const [from, to] of attached) assert.equal((to ?? 0) - (from ?? 0), 12);
+  assert.ok((attached.at(-1)?.[1] ?? 0) >= 24);
+
+  // Two days on, the slice is due: both rows go with it, whole.
+  const whole: number[] = [];
+  const later = new Maintenance({
+    pool,
+    log,
+    retention: { occurrences: '365d' },
+    clock: new FakeClock(new Date(T.getTime() + 2 * DAY_MS)),
+    leaseName: 'occurrence-slices-year',
+    dutyCycle: 1,
+    onBatch: (b) => {
+      if (b.table === 'occurrences' && b.wholeSlice === true) whole.push(b.deleted);
+    },
+  });
+  assert.equal((await later.runPass()).deleted.occurrences, 2);
+  await later.stop();
+  assert.deepEqual(whole, [2]);
+  assert.ok((await slices()).every(([from]) => from !== -375));
 });
