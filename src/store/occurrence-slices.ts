@@ -196,9 +196,11 @@ export async function occurrenceSliceSumStep(
                                  ELSE r.raw END) AS to
                  FROM pg_class c,
                       LATERAL (SELECT origin, date_part('epoch', $2::timestamptz - origin) AS span_s
+                                 -- OFFSET 0: origin computed once; each use of it planned its own copy of
+                                 -- the oldest-row read (26 InitPlans: 1.6-1.9 ms a statement, 0.6-0.9 without).
                                  FROM (SELECT coalesce($4::timestamptz,
                                                        (SELECT fire_at FROM "${slice.name}" ORDER BY id LIMIT 1),
-                                                       $2::timestamptz) AS origin) x) o,
+                                                       $2::timestamptz) AS origin OFFSET 0) x) o,
                       LATERAL (SELECT greatest($5::timestamptz, o.origin) + make_interval(secs =>
                                  CASE WHEN c.reltuples > $3 THEN $3 * o.span_s / c.reltuples ELSE o.span_s END) AS raw) r
                 WHERE c.oid = $1::regclass) b`,
