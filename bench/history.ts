@@ -30,8 +30,8 @@
  *   others.
  *
  * Measured alternately trial by trial, the order rotating: drain 50,000 no-op jobs with one worker
- * (concurrency 2,000); enqueue → handler start latency, 1,000 jobs at 200/s, p50 and p99 (base and
- * history in one run, a worker on each, their jobs sent in turn); a
+ * (concurrency 2,000); enqueue → handler start latency, 1,000 jobs at 200/s, p50 and p99, each column
+ * alone and base and history again in one run (a worker on each, their jobs sent in turn); a
  * 5,000-occurrence burst (fire time → all written, one leader); 4,000 jobs at 200/s on the history
  * with the catch-up's pruning switched on and off every 2 s (paired, in the catch-up's trials: the
  * week's role finds nothing due between drops of whole slices), comparing the jobs sent in each kind
@@ -831,8 +831,8 @@ export const bench: Bench = async () => {
           : plain;
     const drains = { base: [], history: [], week: [], pruning: [] } as Record<Column, number[]>;
     const lats = { base: [], history: [], week: [], pruning: [] } as Record<Column, Percentiles[]>;
-    /** Every job of the base and history columns' runs, pooled over the trials. */
-    const together = { base: [] as number[], history: [] as number[] };
+    /** Each trial's jobs of base and history sent in one run (latencyTogether). */
+    const together = { base: [] as LatencySample[][], history: [] as LatencySample[][] };
     const bursts = { base: [], history: [], week: [], pruning: [] } as Record<Column, number[]>;
     const paired = {
       on: [] as LatencySample[],
@@ -875,17 +875,12 @@ export const bench: Bench = async () => {
       }
       if (ONLY.has('latency')) {
         say(`latency, trial ${t + 1} of ${TRIALS}…`);
-        for (const c of order) {
-          if (c === 'history') continue;
-          if (c === 'base') {
-            // Base and history in one run, their jobs in turn: history ÷ base is read job by job.
-            const [b = [], h = []] = await latencyTogether([base, full]);
-            lats.base.push(percentiles(b));
-            lats.history.push(percentiles(h));
-            together.base.push(...b.map((x) => x.ms));
-            together.history.push(...h.map((x) => x.ms));
-          } else lats[c].push(await latency(dbs[c], around(c)));
-        }
+        for (const c of order) lats[c].push(await latency(dbs[c], around(c)));
+        // And base and history in one run, their jobs in turn: history ÷ base read job by job. The
+        // columns above stay alone, so the week and the catch-up compare with history like for like.
+        const [b = [], h = []] = await latencyTogether([base, full]);
+        together.base.push(b);
+        together.history.push(h);
       }
       if (ONLY.has('burst')) {
         say(`burst, trial ${t + 1} of ${TRIALS}…`);
@@ -936,16 +931,29 @@ export const bench: Bench = async () => {
           group: 'history',
           name: `enqueue → start, ${LATENCY_JOBS} at ${LATENCY_RATE}/s: ${LABEL[c]}`,
           value: `p50 ${fmt(p50(c), 2)} ms, p99 ${fmt(p99(c), 2)} ms`,
-          target: target(c, '≤ 1.2× base', '≤ 1.1× history'),
+          // History's target is read where base and history share a run (below).
+          target: target(c, '', '≤ 1.1× history'),
           note: `p50 ${ratio(c, p50)}p99 ${ratio(c, p99)}median of ${TRIALS}: p50 ${range(
             lats[c].map((l) => l.p50),
             2,
           )}, p99 ${range(
             lats[c].map((l) => l.p99),
             2,
-          )} ms${c === 'history' ? `; one run a trial for both, their jobs in turn: p99 history ÷ base by trial ${lats.history.map((h, i) => fmt(h.p99 / (lats.base[i]?.p99 ?? Number.NaN), 2)).join(', ')}, of the ${together.history.length.toLocaleString('en')} jobs of every trial ${fmt(percentile(together.history, 99) / percentile(together.base, 99), 2)}` : ''}`,
+          )} ms`,
         });
       }
+      const all = (k: 'base' | 'history'): number[] => together[k].flat().map((x) => x.ms);
+      const p = (k: 'base' | 'history', q: number): number => percentile(all(k), q);
+      const byTrial = together.history
+        .map((h, i) => fmt(percentiles(h).p99 / percentiles(together.base[i] ?? []).p99, 2))
+        .join(', ');
+      rows.push({
+        group: 'history',
+        name: `enqueue → start, ${LATENCY_JOBS} at ${LATENCY_RATE}/s each on base and history in one run, their jobs in turn`,
+        value: `p99 ${fmt(p('history', 99), 2)} ms history, ${fmt(p('base', 99), 2)} ms base`,
+        target: '≤ 1.2× base',
+        note: `p99 ${fmt(p('history', 99) / p('base', 99), 2)}×, p50 ${fmt(p('history', 50), 2)} / ${fmt(p('base', 50), 2)} ms (${fmt(p('history', 50) / p('base', 50), 2)}×), over the ${all('history').length.toLocaleString('en')} jobs of ${TRIALS} runs; p99 history ÷ base by run ${byTrial}`,
+      });
     }
     if (ONLY.has('latency') && columns.includes('pruning')) {
       // The catch-up's jobs in one split: sent while one of its statements ran, or not.
