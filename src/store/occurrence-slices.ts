@@ -1,5 +1,6 @@
 /**
- * The slices of the occurrence ledger: its partitions by fire time (0037), a UTC day each. The
+ * The slices of the occurrence ledger: its partitions by fire time (0037), a UTC day each unless
+ * the retention calls for longer (occurrenceSliceSpanS, maintenance/retention-config.ts). The
  * maintenance role attaches each next slice ahead of the clock (occurrenceSliceEnsure) and drops a
  * slice whole once every row in it is past retention (occurrenceSliceDropDue), where deleting its
  * rows one by one wrote WAL and full-page images on the claim path's commits. Fire times no slice
@@ -10,9 +11,6 @@ import type { Fence } from './occurrences.ts';
 import { partitionChangeFenced } from './partition-change.ts';
 import type { Pool, PoolClient, Queryable } from './pool.ts';
 import { ROLLUP_COLUMNS, rollupSums, rollupUpsert } from './occurrence-rollup.ts';
-
-/** Seconds per slice: a day, ~43 million rows at the source document's 500 a second. */
-export const OCCURRENCE_SLICE_S = 86_400;
 
 /**
  * Rows a step of a slice's sum adds to the rollups, ~13 ms beside 10 million jobs of history and ~18
@@ -80,7 +78,7 @@ export async function occurrenceSliceEnsure(
   pool: Pool,
   fence: Fence,
   now: Date | null,
-  spanS: number = OCCURRENCE_SLICE_S,
+  spanS: number,
   lockTimeoutMs = 2_000,
 ): Promise<OccurrenceSliceEnsure> {
   const attached: OccurrenceSlice[] = [];
