@@ -186,7 +186,8 @@ export async function occurrenceSliceSumStep(
     // span; the first slice's span starts at its oldest row by id). The estimate is the planner's:
     // rows per page at the last analyze times the pages it has now, so rows added since count. One
     // that crosses a minute ends on the last minute it crosses; one inside a minute leaves that minute
-    // in the partials until the step that ends it. The bounds go back as text, read by the same session: '-infinity' has no Date.
+    // in the partials until the step that ends it. The bounds go back as text, read by the same
+    // session: '-infinity' has no Date.
     const { rows: span } = await client.query<{
       to: string;
       done: boolean;
