@@ -31,7 +31,8 @@
  *
  * Measured alternately trial by trial, the order rotating: drain 50,000 no-op jobs with one worker
  * (concurrency 2,000); enqueue → handler start latency, 1,000 jobs at 200/s, p50 and p99, each column
- * alone and base and history again in one run (a worker on each, their jobs sent in turn); a
+ * alone and base and history again in one run (a worker on each, their jobs sent in turn), then
+ * base and a twin loaded alike the same way, which shows how far that ratio moves by noise alone; a
  * 5,000-occurrence burst (fire time → all written, one leader); 4,000 jobs at 200/s on the history
  * with the catch-up's pruning switched on and off every 2 s (paired, in the catch-up's trials: the
  * week's role finds nothing due between drops of whole slices), comparing the jobs sent in each kind
@@ -240,8 +241,9 @@ interface Db {
   loaded: Loaded | null;
 }
 
-async function prepare(kind: 'base' | 'history'): Promise<Db> {
-  const n = kind === 'base' ? Math.min(BASE_JOBS, N) : N;
+/** `twin`: a second base, loaded the same way, for the interleaved run's control (A/A). */
+async function prepare(kind: 'base' | 'twin' | 'history'): Promise<Db> {
+  const n = kind === 'history' ? N : Math.min(BASE_JOBS, N);
   const db = await benchDatabase(KEEP ? { keep: `hist_${N}_${DAYS}d_${kind}` } : {});
   let loaded: Loaded | null = null;
   if (db.created) {
@@ -783,6 +785,26 @@ const fmt = (v: number, digits = 0): string => v.toFixed(digits);
 const range = (values: number[], digits = 0): string =>
   `${fmt(Math.min(...values), digits)}–${fmt(Math.max(...values), digits)}`;
 const gib = (bytes: number): string => `${fmt(bytes / 2 ** 30, 2)} GiB`;
+/**
+ * A row for two databases measured in one run (latencyTogether): `a` ÷ `b` over every trial's jobs
+ * pooled, and the p99 ratio run by run.
+ */
+function togetherRow(
+  a: LatencySample[][],
+  b: LatencySample[][],
+  aName: string,
+  bName: string,
+): Omit<BenchRow, 'name'> {
+  const pa = a.flat().map((x) => x.ms);
+  const pb = b.flat().map((x) => x.ms);
+  const byTrial = a.map((x, i) => fmt(percentiles(x).p99 / percentiles(b[i] ?? []).p99, 2)).join(', ');
+  return {
+    group: 'history',
+    value: `p99 ${fmt(percentile(pa, 99), 2)} ms ${aName}, ${fmt(percentile(pb, 99), 2)} ms ${bName}`,
+    note: `p99 ${fmt(percentile(pa, 99) / percentile(pb, 99), 2)}×, p50 ${fmt(percentile(pa, 50), 2)} / ${fmt(percentile(pb, 50), 2)} ms (${fmt(percentile(pa, 50) / percentile(pb, 50), 2)}×), over the ${pa.length.toLocaleString('en')} jobs of ${a.length} runs; p99 ${aName} ÷ ${bName} by run ${byTrial}`,
+  };
+}
+
 const LABEL: Record<Column, string> = {
   base: `base (newest ${BASE_JOBS.toLocaleString('en')} only)`,
   history: 'history',
@@ -797,6 +819,7 @@ export const bench: Bench = async () => {
   );
   const base = await prepare('base');
   const full = await prepare('history');
+  const twin = ONLY.has('latency') ? await prepare('twin') : null;
   const dbs: Record<Column, Db> = { base, history: full, week: full, pruning: full };
   const pruningColumn = (c: Column): boolean => c === 'week' || c === 'pruning';
   const columns = COLUMNS.filter((c) => !pruningColumn(c) || ONLY.has('pruning'));
@@ -831,8 +854,12 @@ export const bench: Bench = async () => {
           : plain;
     const drains = { base: [], history: [], week: [], pruning: [] } as Record<Column, number[]>;
     const lats = { base: [], history: [], week: [], pruning: [] } as Record<Column, Percentiles[]>;
-    /** Each trial's jobs of base and history sent in one run (latencyTogether). */
+    /**
+     * Each trial's jobs of base and history sent in one run (latencyTogether), and of base and its
+     * twin in another: what the same comparison reads between two databases that differ in nothing.
+     */
     const together = { base: [] as LatencySample[][], history: [] as LatencySample[][] };
+    const control = { base: [] as LatencySample[][], twin: [] as LatencySample[][] };
     const bursts = { base: [], history: [], week: [], pruning: [] } as Record<Column, number[]>;
     const paired = {
       on: [] as LatencySample[],
@@ -881,6 +908,11 @@ export const bench: Bench = async () => {
         const [b = [], h = []] = await latencyTogether([base, full]);
         together.base.push(b);
         together.history.push(h);
+        if (twin !== null) {
+          const [tb = [], tt = []] = await latencyTogether([base, twin]);
+          control.base.push(tb);
+          control.twin.push(tt);
+        }
       }
       if (ONLY.has('burst')) {
         say(`burst, trial ${t + 1} of ${TRIALS}…`);
@@ -942,21 +974,17 @@ export const bench: Bench = async () => {
           )} ms`,
         });
       }
-      const pooled = {
-        base: together.base.flat().map((x) => x.ms),
-        history: together.history.flat().map((x) => x.ms),
-      };
-      const p = (k: 'base' | 'history', q: number): number => percentile(pooled[k], q);
-      const byTrial = together.history
-        .map((h, i) => fmt(percentiles(h).p99 / percentiles(together.base[i] ?? []).p99, 2))
-        .join(', ');
       rows.push({
-        group: 'history',
+        ...togetherRow(together.history, together.base, 'history', 'base'),
         name: `enqueue → start, ${LATENCY_JOBS} at ${LATENCY_RATE}/s each on base and history in one run, their jobs in turn`,
-        value: `p99 ${fmt(p('history', 99), 2)} ms history, ${fmt(p('base', 99), 2)} ms base`,
         target: '≤ 1.2× base',
-        note: `p99 ${fmt(p('history', 99) / p('base', 99), 2)}×, p50 ${fmt(p('history', 50), 2)} / ${fmt(p('base', 50), 2)} ms (${fmt(p('history', 50) / p('base', 50), 2)}×), over the ${pooled.history.length.toLocaleString('en')} jobs of ${TRIALS} runs; p99 history ÷ base by run ${byTrial}`,
       });
+      if (twin !== null) {
+        rows.push({
+          ...togetherRow(control.twin, control.base, 'twin', 'base'),
+          name: `the same, base and its twin (a second base loaded alike): the row above's noise`,
+        });
+      }
     }
     if (ONLY.has('latency') && columns.includes('pruning')) {
       // The catch-up's jobs in one split: sent while one of its statements ran, or not.
@@ -1085,5 +1113,6 @@ export const bench: Bench = async () => {
   } finally {
     await base.db.close();
     await full.db.close();
+    await twin?.db.close();
   }
 };
