@@ -591,6 +591,9 @@ async function burst(d: Db, trial: number, around: (measure: () => Promise<numbe
     await scheduler.stop();
     await db.pool.query(`DELETE FROM schedules WHERE name LIKE 'burst-%'`);
     await db.pool.query(`DELETE FROM jobs WHERE id > $1 AND queue = 'burst'`, [d.maxId]);
+    // As fresh does for jobs: without it the next burst's due scan meets every earlier burst's
+    // schedules as dead entries (140,000 on a kept history, 80,000 on its base, with autovacuum off).
+    await db.pool.query('VACUUM ANALYZE schedules');
   }
 }
 
