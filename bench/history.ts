@@ -30,20 +30,21 @@
  *   others.
  *
  * Measured alternately trial by trial, the order rotating: drain 50,000 no-op jobs with one worker
- * (concurrency 2,000); enqueue → handler start latency, 1,000 jobs at 200/s, p50 and p99, each column
- * alone and base and history again in one run (a worker on each, their jobs sent in turn), then
- * base and a twin loaded alike the same way, which shows how far that ratio moves by noise alone; a
- * 5,000-occurrence burst (fire time → all written, one leader); 4,000 jobs at 200/s on the history
- * with the catch-up's pruning switched on and off every 2 s (paired, in the catch-up's trials: the
- * week's role finds nothing due between drops of whole slices), comparing the jobs sent in each kind
- * of window: the same run with and without pruning, as the week's target reads. The statements
- * behind the API's list endpoints and the dashboard's overview and history run first, before any
- * measurement adds jobs to the newest slices, on base and history alternately, run by run (median
- * of 20 each), and each reports the pages it touched, which the machine's load does not change.
- * Then the maintenance role runs until a pass deletes less than a batch, and the bench reports the
- * rate it sustained and the disk use left. Last, enqueue → start in runs of 4,000 jobs while the
- * oldest day's slice of the occurrence ledger is summed into the rollups in steps switched on and
- * off every 2 s, then dropped: the jobs sent with the steps on against those sent with them off.
+ * (concurrency 2,000); enqueue → handler start latency, 1,000 jobs at 200/s, p50 and p99, each
+ * column alone and base and history again in one run (a worker on each, their jobs sent in turn),
+ * then base and a twin loaded alike the same way, which shows how far that ratio moves by noise
+ * alone; a 5,000-occurrence burst (fire time → all written, one leader), on the twin too; 4,000 jobs
+ * at 200/s on the history with the catch-up's pruning switched on and off every 2 s (paired, in the
+ * catch-up's trials: the week's role finds nothing due between drops of whole slices), comparing the
+ * jobs sent in each kind of window: the same run with and without pruning, as the week's target
+ * reads. The statements behind the API's list endpoints and the dashboard's overview and history run
+ * first, before any measurement adds jobs to the newest slices, on base and history alternately, run
+ * by run (median of 20 each), and each reports the pages it touched, which the machine's load does
+ * not change. Then the maintenance role runs until a pass deletes less than a batch, and the bench
+ * reports the rate it sustained and the disk use left. Last, enqueue → start in runs of 4,000 jobs
+ * while the oldest day's slice of the occurrence ledger is summed into the rollups in steps switched
+ * on and off every 2 s, then dropped: the jobs sent with the steps on against those sent with them
+ * off.
  *
  * BENCH_HISTORY_TRIALS sets the trials (default 3), BENCH_HISTORY_ONLY the measurements (default
  * `drain,latency,burst,queries,pruning,paired,ledger`; without `pruning` neither the two pruning
@@ -241,7 +242,7 @@ interface Db {
   loaded: Loaded | null;
 }
 
-/** `twin`: a second base, loaded the same way, for the interleaved run's control (A/A). */
+/** `twin`: a second base, loaded the same way, for the latency and burst rows' controls (A/A). */
 async function prepare(kind: 'base' | 'twin' | 'history'): Promise<Db> {
   const n = kind === 'history' ? N : Math.min(BASE_JOBS, N);
   const db = await benchDatabase(KEEP ? { keep: `hist_${N}_${DAYS}d_${kind}` } : {});
@@ -822,7 +823,7 @@ export const bench: Bench = async () => {
   );
   const base = await prepare('base');
   const full = await prepare('history');
-  const twin = ONLY.has('latency') ? await prepare('twin') : null;
+  const twin = ONLY.has('latency') || ONLY.has('burst') ? await prepare('twin') : null;
   const dbs: Record<Column, Db> = { base, history: full, week: full, pruning: full };
   const pruningColumn = (c: Column): boolean => c === 'week' || c === 'pruning';
   const columns = COLUMNS.filter((c) => !pruningColumn(c) || ONLY.has('pruning'));
@@ -864,6 +865,8 @@ export const bench: Bench = async () => {
     const together = { base: [] as LatencySample[][], history: [] as LatencySample[][] };
     const control = { base: [] as LatencySample[][], twin: [] as LatencySample[][] };
     const bursts = { base: [], history: [], week: [], pruning: [] } as Record<Column, number[]>;
+    /** The twin's bursts, each trial after the columns': base's ratio to a database like it. */
+    const twinBursts: number[] = [];
     const paired = {
       on: [] as LatencySample[],
       off: [] as number[],
@@ -920,6 +923,7 @@ export const bench: Bench = async () => {
       if (ONLY.has('burst')) {
         say(`burst, trial ${t + 1} of ${TRIALS}…`);
         for (const c of order) bursts[c].push(await burst(dbs[c], burstN++, around(c)));
+        if (twin !== null) twinBursts.push(await burst(twin, burstN++, plain));
       }
     }
     for (let t = 0; t < TRIALS && columns.includes('pruning'); t++) {
@@ -1025,6 +1029,14 @@ export const bench: Bench = async () => {
           value: `${fmt(m(c))} ms`,
           target: c === 'base' ? '' : c === 'history' ? '≤ 1.2× base' : '',
           note: `fire time → all written; ${ratio(c, m)}median of ${TRIALS}: ${range(bursts[c])}`,
+        });
+      }
+      if (twinBursts.length > 0) {
+        rows.push({
+          group: 'history',
+          name: `the same, base's twin (a second base loaded alike): the history row's noise`,
+          value: `${fmt(median(twinBursts))} ms`,
+          note: `fire time → all written; ${fmt(median(twinBursts) / m('base'), 2)}× base; median of ${TRIALS}: ${range(twinBursts)}`,
         });
       }
     }
