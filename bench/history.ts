@@ -48,10 +48,10 @@
  *
  * BENCH_HISTORY_TRIALS sets the trials (default 3), BENCH_HISTORY_ONLY the measurements (default
  * `drain,latency,burst,queries,pruning,paired,ledger`; without `pruning` neither the two pruning
- * columns nor the steady state run). BENCH_HISTORY_KEEP=1 (with DATABASE_URL) keeps both
- * databases, named by BENCH_DB_PREFIX and the job count, and uses them again on the next run
- * instead of loading: pruning and the ledger row delete from the kept history, so a run that
- * measures them wants a fresh one.
+ * columns nor the steady state run; without `latency` and `burst` no twin). BENCH_HISTORY_KEEP=1
+ * (with DATABASE_URL) keeps the databases (base, its twin, history), named by BENCH_DB_PREFIX and
+ * the job count, and uses them again on the next run instead of loading: pruning and the ledger row
+ * delete from the kept history, so a run that measures them wants a fresh one.
  */
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
