@@ -33,7 +33,7 @@
  * (concurrency 2,000); enqueue → handler start latency, 1,000 jobs at 200/s, p50 and p99, each
  * column alone and base and history again in one run (a worker on each, their jobs sent in turn),
  * then base and a twin loaded alike the same way, which shows how far that ratio moves by noise
- * alone; a 5,000-occurrence burst (fire time → all written, one leader), on the twin too; 4,000 jobs
+ * alone; a 5,000-occurrence burst (fire time → all written, one leader), on the twin too in its turn; 4,000 jobs
  * at 200/s on the history with the catch-up's pruning switched on and off every 2 s (paired, in the
  * catch-up's trials: the week's role finds nothing due between drops of whole slices), comparing the
  * jobs sent in each kind of window: the same run with and without pruning, as the week's target
@@ -911,19 +911,28 @@ export const bench: Bench = async () => {
         for (const c of order) lats[c].push(await latency(dbs[c], around(c)));
         // And base and history in one run, their jobs in turn: history ÷ base read job by job. The
         // columns above stay alone, so the week and the catch-up compare with history like for like.
-        const [b = [], h = []] = await latencyTogether([base, full]);
-        together.base.push(b);
-        together.history.push(h);
-        if (twin !== null) {
-          const [tb = [], tt = []] = await latencyTogether([base, twin]);
-          control.base.push(tb);
-          control.twin.push(tt);
+        // The pair and its control alternate which goes first, as the columns rotate.
+        const pairs = [full, twin].filter((d): d is Db => d !== null);
+        for (const other of t % 2 === 0 ? pairs : pairs.reverse()) {
+          const [b = [], o = []] = await latencyTogether([base, other]);
+          if (other === full) {
+            together.base.push(b);
+            together.history.push(o);
+          } else {
+            control.base.push(b);
+            control.twin.push(o);
+          }
         }
       }
       if (ONLY.has('burst')) {
         say(`burst, trial ${t + 1} of ${TRIALS}…`);
-        for (const c of order) bursts[c].push(await burst(dbs[c], burstN++, around(c)));
-        if (twin !== null) twinBursts.push(await burst(twin, burstN++, plain));
+        // The twin takes its turn in the rotation, so the control is not always a trial's last burst.
+        const turns: (Column | 'twin')[] = twin === null ? rotated : [...rotated, 'twin'];
+        for (let i = 0; i < turns.length; i++) {
+          const c = turns[(i + t) % turns.length] ?? 'base';
+          if (c !== 'twin') bursts[c].push(await burst(dbs[c], burstN++, around(c)));
+          else if (twin !== null) twinBursts.push(await burst(twin, burstN++, plain));
+        }
       }
     }
     for (let t = 0; t < TRIALS && columns.includes('pruning'); t++) {
