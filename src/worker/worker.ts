@@ -632,7 +632,11 @@ export class Worker {
   /** Ends #takeReserve's reservation; the jobs a committed transaction took start or wait here. */
   #takeSettle(take: ReleaseTake, committed: boolean): void {
     const taken = new Map<string, JobClaimed[]>();
-    for (const job of take.taken) taken.set(job.queue, [...(taken.get(job.queue) ?? []), job]);
+    for (const job of take.taken) {
+      const jobs = taken.get(job.queue);
+      if (jobs === undefined) taken.set(job.queue, [job]);
+      else jobs.push(job);
+    }
     for (const [name, left] of Object.entries(take.room)) {
       const q = this.#queues.get(name);
       if (q === undefined) continue;
