@@ -3,7 +3,7 @@ import { parseArgs } from 'node:util';
 import { startApiRole } from '../api/role.ts';
 import { createLogger } from '../log.ts';
 import { schemaCheck } from '../store/migrate.ts';
-import { createPool } from '../store/pool.ts';
+import { createPool, ROLE_IDLE_TIMEOUT_MS } from '../store/pool.ts';
 import { requireDatabaseUrl } from './database-url.ts';
 import type { Command } from './main.ts';
 import { UsageError } from './usage-error.ts';
@@ -43,7 +43,11 @@ export const command: Command = {
       throw new UsageError(`--public-url: ${publicUrl} is not an http(s) URL`);
     }
     const log = createLogger('api');
-    const pool = createPool({ connectionString: requireDatabaseUrl(), applicationName: 'tidemark-api' });
+    const pool = createPool({
+      connectionString: requireDatabaseUrl(),
+      applicationName: 'tidemark-api',
+      idleTimeoutMs: ROLE_IDLE_TIMEOUT_MS,
+    });
     try {
       await schemaCheck(pool);
       const role = await startApiRole({ pool, port, host: values.host, logger: log, publicUrl });

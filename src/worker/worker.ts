@@ -33,7 +33,13 @@ import {
   type ReleaseTake,
 } from '../store/jobs.ts';
 import { workflowJobKeyWorkflowId } from '../store/job-key.ts';
-import { createPool, withMovedRowRetry, withTransaction, type Pool } from '../store/pool.ts';
+import {
+  createPool,
+  type Pool,
+  ROLE_IDLE_TIMEOUT_MS,
+  withMovedRowRetry,
+  withTransaction,
+} from '../store/pool.ts';
 import { workerHeartbeat, workerRegister, workerStop, type WorkerQueueSlots } from '../store/workers.ts';
 import { signalTimeoutsFire } from '../store/workflow-signal-timeouts.ts';
 import { AttemptContext, type AttemptHost } from './attempt-context.ts';
@@ -285,6 +291,7 @@ export class Worker {
             connectionString: options.connectionString,
             max: 10,
             applicationName: 'tidemark-worker',
+            idleTimeoutMs: ROLE_IDLE_TIMEOUT_MS,
           })
         : withMovedRowRetry(options.pool);
     this.#handlers = options.handlers;
