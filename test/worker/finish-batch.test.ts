@@ -146,8 +146,9 @@ test('plain completions are one statement; a workflow node among them is left to
 });
 
 /**
- * The completer's connections to the database checked out at once while `run` goes on: a pool whose
- * connect is counted, with the same database behind it.
+ * The completer's connections to the database asked for at once while `run` goes on: a pool whose
+ * connect is counted from the moment it is called (not when a connection is ready, which on a loaded
+ * machine can come after the statement before it has ended), with the same database behind it.
  */
 async function peakConnections(run: (completer: Completer) => Promise<void>): Promise<number> {
   let open = 0;
@@ -155,8 +156,14 @@ async function peakConnections(run: (completer: Completer) => Promise<void>): Pr
   const pool = createPool({ connectionString: db.url, max: 10 });
   const connect = pool.connect.bind(pool);
   const counted = async (): Promise<PoolClient> => {
-    const client = await connect();
     peak = Math.max(peak, ++open);
+    let client: PoolClient;
+    try {
+      client = await connect();
+    } catch (error) {
+      open--;
+      throw error;
+    }
     const release = client.release.bind(client);
     client.release = (err?: Error | boolean) => {
       open--;
