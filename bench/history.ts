@@ -33,11 +33,11 @@
  * (concurrency 2,000); enqueue → handler start latency, 1,000 jobs at 200/s, p50 and p99, each
  * column alone and base and history again in one run (a worker on each, their jobs sent in turn),
  * then base and a twin loaded alike the same way, which shows how far that ratio moves by noise
- * alone; a 5,000-occurrence burst (fire time → all written, one leader), on the twin too in its turn; 4,000 jobs
- * at 200/s on the history with the catch-up's pruning switched on and off every 2 s (paired, in the
- * catch-up's trials: the week's role finds nothing due between drops of whole slices), comparing the
- * jobs sent in each kind of window: the same run with and without pruning, as the week's target
- * reads. The statements behind the API's list endpoints and the dashboard's overview and history run
+ * alone; a 5,000-occurrence burst (fire time → all written, one leader), on the twin too in its
+ * turn; 4,000 jobs at 200/s on the history with the catch-up's pruning switched on and off every 2 s
+ * (paired, in the catch-up's trials: the week's role finds nothing due between drops of whole
+ * slices), comparing the jobs sent in each kind of window: the same run with and without pruning, as
+ * the week's target reads. The statements behind the API's list endpoints and the dashboard's overview and history run
  * first, before any measurement adds jobs to the newest slices, on base and history alternately, run
  * by run (median of 20 each), and each reports the pages it touched, which the machine's load does
  * not change. Then the maintenance role runs until a pass deletes less than a batch, and the bench
@@ -865,7 +865,7 @@ export const bench: Bench = async () => {
     const together = { base: [] as LatencySample[][], history: [] as LatencySample[][] };
     const control = { base: [] as LatencySample[][], twin: [] as LatencySample[][] };
     const bursts = { base: [], history: [], week: [], pruning: [] } as Record<Column, number[]>;
-    /** The twin's bursts, each trial after the columns': base's ratio to a database like it. */
+    /** The twin's bursts, one a trial in the columns' rotation: base's ratio to a database like it. */
     const twinBursts: number[] = [];
     const paired = {
       on: [] as LatencySample[],

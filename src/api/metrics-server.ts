@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { Registry, register as defaultRegistry } from 'prom-client';
 import type { Maintenance } from '../maintenance/maintenance.ts';
 import type { Scheduler } from '../scheduler/scheduler.ts';
-import { createPool, type Pool, ROLE_IDLE_TIMEOUT_MS } from '../store/pool.ts';
+import { createRolePool, type Pool } from '../store/pool.ts';
 import type { Worker } from '../worker/worker.ts';
 import { registerProcessMetrics } from './process-metrics.ts';
 import { readinessCheck } from './readiness.ts';
@@ -50,11 +50,10 @@ export async function serveMetrics(options: MetricsServerOptions): Promise<Metri
   if (pool === undefined) {
     if (options.connectionString === undefined)
       throw new ConfigError('serveMetrics: pool or connectionString required');
-    pool = createPool({
+    pool = createRolePool({
       connectionString: options.connectionString,
       max: 1,
       applicationName: 'tidemark-metrics',
-      idleTimeoutMs: ROLE_IDLE_TIMEOUT_MS,
     });
   }
   const registry = new Registry();

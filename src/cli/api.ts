@@ -3,7 +3,7 @@ import { parseArgs } from 'node:util';
 import { startApiRole } from '../api/role.ts';
 import { createLogger } from '../log.ts';
 import { schemaCheck } from '../store/migrate.ts';
-import { createPool, ROLE_IDLE_TIMEOUT_MS } from '../store/pool.ts';
+import { createRolePool } from '../store/pool.ts';
 import { requireDatabaseUrl } from './database-url.ts';
 import type { Command } from './main.ts';
 import { UsageError } from './usage-error.ts';
@@ -43,10 +43,9 @@ export const command: Command = {
       throw new UsageError(`--public-url: ${publicUrl} is not an http(s) URL`);
     }
     const log = createLogger('api');
-    const pool = createPool({
+    const pool = createRolePool({
       connectionString: requireDatabaseUrl(),
       applicationName: 'tidemark-api',
-      idleTimeoutMs: ROLE_IDLE_TIMEOUT_MS,
     });
     try {
       await schemaCheck(pool);

@@ -6,7 +6,7 @@
 import { parseArgs } from 'node:util';
 import { DEFAULT_EMBEDDED_PORT, startEmbedded, type EmbeddedServer } from '../store/embedded.ts';
 import { migrate } from '../store/migrate.ts';
-import { createPool, type Pool, ROLE_IDLE_TIMEOUT_MS } from '../store/pool.ts';
+import { createRolePool, type Pool } from '../store/pool.ts';
 import { createLogger, type Logger } from '../log.ts';
 import type { Command } from './main.ts';
 import { PUSH_QUEUE } from '../push/target.ts';
@@ -71,10 +71,9 @@ export const command: Command = {
       });
       url = embedded.url;
     }
-    const pool = createPool({
+    const pool = createRolePool({
       connectionString: url,
       applicationName: 'tidemark-dev',
-      idleTimeoutMs: ROLE_IDLE_TIMEOUT_MS,
     });
     const roles: Role[] = [];
     const stopAll = async (): Promise<void> => {

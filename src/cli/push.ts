@@ -8,7 +8,7 @@ import { createLogger, type Logger } from '../log.ts';
 import { PUSH_DEFAULTS, pushHandlers } from '../push/handler.ts';
 import { PUSH_QUEUE } from '../push/target.ts';
 import { schemaCheck } from '../store/migrate.ts';
-import { createPool, type Pool, ROLE_IDLE_TIMEOUT_MS } from '../store/pool.ts';
+import { createRolePool, type Pool } from '../store/pool.ts';
 import { Worker } from '../worker/worker.ts';
 import { requireDatabaseUrl } from './database-url.ts';
 import { metricsServeFlagged, portFlag } from './port-flag.ts';
@@ -105,10 +105,9 @@ export const command: Command = {
     const metricsPort = portFlag(values['metrics-port']);
     const url = requireDatabaseUrl();
     const log = createLogger('push');
-    const pool = createPool({
+    const pool = createRolePool({
       connectionString: url,
       applicationName: 'tidemark-push',
-      idleTimeoutMs: ROLE_IDLE_TIMEOUT_MS,
     });
     try {
       const worker = await startPushWorker(values, pool, url, log);

@@ -11,7 +11,7 @@ import type { Maintenance } from '../maintenance/maintenance.ts';
 import { Scheduler, SCHEDULER_DEFAULTS } from '../scheduler/scheduler.ts';
 import { TimeSourceKind } from '../scheduler/time-source.ts';
 import { schemaCheck } from '../store/migrate.ts';
-import { createPool, ROLE_IDLE_TIMEOUT_MS } from '../store/pool.ts';
+import { createRolePool } from '../store/pool.ts';
 import { metricsServeFlagged, portFlag } from './port-flag.ts';
 import { requireDatabaseUrl } from './database-url.ts';
 import { createMaintenance } from './maintenance-role.ts';
@@ -130,10 +130,9 @@ export const command: Command = {
     const metricsPort = portFlag(values['metrics-port']);
     const url = requireDatabaseUrl();
     const log = createLogger('scheduler');
-    const pool = createPool({
+    const pool = createRolePool({
       connectionString: url,
       applicationName: 'tidemark-scheduler',
-      idleTimeoutMs: ROLE_IDLE_TIMEOUT_MS,
     });
     let maintenance: Maintenance | null = null;
     try {

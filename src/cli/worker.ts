@@ -7,7 +7,7 @@ import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { createLogger } from '../log.ts';
 import { schemaCheck } from '../store/migrate.ts';
-import { createPool, type Pool, ROLE_IDLE_TIMEOUT_MS } from '../store/pool.ts';
+import { createRolePool, type Pool } from '../store/pool.ts';
 import { ConfigError } from '../errors.ts';
 import { applyQueueFlags, parseConfigFile, type WorkerConfig } from '../worker/config.ts';
 import { queueSettingsApply } from '../worker/queue-client.ts';
@@ -181,11 +181,10 @@ export const command: Command = {
     }
     const metricsPort = portFlag(values['metrics-port']);
     const url = requireDatabaseUrl();
-    const pool = createPool({
+    const pool = createRolePool({
       connectionString: url,
       max: 10,
       applicationName: 'tidemark-worker',
-      idleTimeoutMs: ROLE_IDLE_TIMEOUT_MS,
     });
     let role: WorkerRole;
     try {

@@ -25,7 +25,7 @@ export interface PoolOptions {
   keepAliveInitialDelayMs?: number;
   /**
    * How long a connection may sit unused in the pool before it is closed: pg's 10 s by default, which
-   * lets a short program exit soon after its last query. Long-running roles pass ROLE_IDLE_TIMEOUT_MS.
+   * lets a short program exit soon after its last query. Long-running roles use createRolePool.
    */
   idleTimeoutMs?: number;
 }
@@ -40,7 +40,7 @@ export const DEFAULT_KEEPALIVE_INITIAL_DELAY_MS = 10_000;
  * more than later ones (catalog caches); with pg's 10 s a burst reopened what the last one had opened,
  * and 5,000 jobs after 13 s idle took ~1.2× as long to run.
  */
-export const ROLE_IDLE_TIMEOUT_MS = 300_000;
+const ROLE_IDLE_TIMEOUT_MS = 300_000;
 
 // bigint (int8) columns come back as strings by default; job and occurrence ids stay far below 2^53,
 // so reading them as numbers keeps every row type plain.
@@ -65,6 +65,11 @@ export function createPool(options: PoolOptions): Pool {
   // the next query on the pool gets a fresh connection or a real error.
   pool.on('error', () => undefined);
   return withMovedRowRetry(pool);
+}
+
+/** The pool of a long-running role (worker, scheduler, API, …): idle connections kept 5 minutes. */
+export function createRolePool(options: Omit<PoolOptions, 'idleTimeoutMs'>): Pool {
+  return createPool({ ...options, idleTimeoutMs: ROLE_IDLE_TIMEOUT_MS });
 }
 
 const retryingPools = new WeakSet<pg.Pool>();

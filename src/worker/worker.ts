@@ -33,13 +33,7 @@ import {
   type ReleaseTake,
 } from '../store/jobs.ts';
 import { workflowJobKeyWorkflowId } from '../store/job-key.ts';
-import {
-  createPool,
-  type Pool,
-  ROLE_IDLE_TIMEOUT_MS,
-  withMovedRowRetry,
-  withTransaction,
-} from '../store/pool.ts';
+import { createRolePool, type Pool, withMovedRowRetry, withTransaction } from '../store/pool.ts';
 import { workerHeartbeat, workerRegister, workerStop, type WorkerQueueSlots } from '../store/workers.ts';
 import { signalTimeoutsFire } from '../store/workflow-signal-timeouts.ts';
 import { AttemptContext, type AttemptHost } from './attempt-context.ts';
@@ -287,11 +281,10 @@ export class Worker {
     this.#ownsPool = options.pool === undefined;
     this.#pool =
       options.pool === undefined
-        ? createPool({
+        ? createRolePool({
             connectionString: options.connectionString,
             max: 10,
             applicationName: 'tidemark-worker',
-            idleTimeoutMs: ROLE_IDLE_TIMEOUT_MS,
           })
         : withMovedRowRetry(options.pool);
     this.#handlers = options.handlers;
