@@ -229,6 +229,13 @@ class QueueLoop {
   }
 }
 
+/**
+ * Released jobs a node-success transaction may take per node: at 1, a 20,000-node mixture's joins
+ * overflowed into claims (1,250-1,850 of 5,000; under 70 at 2). All the room a batch finds would
+ * leave none for the batch written beside it.
+ */
+const TAKE_PER_NODE = 2;
+
 /** The least time a shutdown gives the writes that hand attempts back, even when handlers used the grace. */
 const HANDBACK_MIN_MS = 1000;
 
@@ -606,12 +613,12 @@ export class Worker {
   }
 
   /**
-   * Room for the jobs a node-success transaction releases: one per node succeeding in it (a chain's
-   * next step; a fan-out's many children are claimed in batches as usual), in every queue that could
-   * claim lock-free now and is not paused. A claim in flight does not hold it back (an idle queue's claim, finding
-   * nothing, took the room of every step of a two-slot chain): both may fill the same places, so the
-   * buffer can briefly hold up to that many more, leased and renewed like any buffered job, unless
-   * the queue buffers nothing (claimAhead 0).
+   * Room for the jobs a node-success transaction releases: TAKE_PER_NODE per node succeeding in it
+   * (a chain's next step and a join beside it; a fan-out's many children are claimed in batches as
+   * usual), in every queue that could claim lock-free now and is not paused. A claim in flight does
+   * not hold it back (an idle queue's claim, finding nothing, took the room of every step of a
+   * two-slot chain): both may fill the same places, so the buffer can briefly hold up to that many
+   * more, leased and renewed like any buffered job, unless the queue buffers nothing (claimAhead 0).
    */
   #takeReserve(nodes: number): ReleaseTake | null {
     if (this.#stopping || this.#tenantQuotas) return null;
@@ -620,7 +627,8 @@ export class Worker {
     let any = false;
     for (const q of this.#queues.values()) {
       const claiming = q.claimAhead === 0 ? q.reserved : 0;
-      const n = q.limited || q.paused ? 0 : Math.min(nodes, this.#unfilled(q) - claiming - backlog);
+      const n =
+        q.limited || q.paused ? 0 : Math.min(nodes * TAKE_PER_NODE, this.#unfilled(q) - claiming - backlog);
       if (n <= 0) continue;
       q.taking += n;
       room[q.name] = n;

@@ -2,8 +2,9 @@
  * A node's success transaction starts the jobs it releases on the completing worker (ReleaseTake):
  * a chain's next step is leased in the statement that creates it, with no claim between. Told in
  * the database: such a job's started_at is its created_at (one transaction's now()); a job claimed
- * afterwards started in a later transaction. Where the claim would not take a job lock-free (a
- * cluster-wide limit) or the worker does not serve the child's queue, the child is claimed as usual.
+ * afterwards started in a later transaction. A transaction takes at most two per node succeeding in
+ * it. Where the claim would not take a job lock-free (a cluster-wide limit) or the worker does not
+ * serve the child's queue, the child is claimed as usual.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -86,6 +87,19 @@ test('each step of a chain starts in the transaction that released it, once, on 
     [...ran.values()].every((n) => n === 1),
     'every node ran once',
   );
+});
+
+test('a success takes up to two of the children it releases; the rest of a fan-out is claimed', async () => {
+  await startWorker(db, { step: () => Promise.resolve() }, { queues: [{ name: 'fan', concurrency: 8 }] });
+  const nodes: NodeSpec[] = [
+    { id: 'n0', queue: 'fan', kind: 'step' },
+    ...['n1', 'n2', 'n3'].map((id) => ({ id, queue: 'fan', kind: 'step', dependsOn: ['n0'] })),
+  ];
+  await workflows.submit({ id: 'fan', nodes });
+  const runs = await runsOf('fan');
+  assert.equal(runs.find((r) => r.key === 'n0')?.inRelease, false);
+  // n0's success is one node in its transaction: two of its three children start in it.
+  assert.equal(runs.filter((r) => r.inRelease).length, 2);
 });
 
 test('a child in a queue under a cluster-wide limit, or one this worker does not serve, is claimed as usual', async () => {
