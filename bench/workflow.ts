@@ -4,9 +4,10 @@
  * execution (simulated durations). P is the pgbench reference (bench/pgbench.ts), the one the
  * worker bench quotes, taken at the start and again at the end: the rows read as ratios to the mean.
  *
- * The run and the flat drain alternate three times and use TIDEMARK_BENCH_WORKFLOW_RUN nodes (default 20,000, the same
- * mixture scaled down) so `npm run bench workflow` ends in a few minutes on a loaded 2-core machine;
- * set it to 100000 for the full size.
+ * After one untimed run of each (5,000 nodes, then jobs), the run and the flat drain alternate three
+ * times and use TIDEMARK_BENCH_WORKFLOW_RUN nodes (default 20,000, the same mixture scaled down) so
+ * `npm run bench workflow` ends in a few minutes on a loaded 2-core machine; set it to 100000 for
+ * the full size.
  */
 import { performance } from 'node:perf_hooks';
 import { createLogger } from '../src/log.ts';
@@ -15,7 +16,7 @@ import type { Pool } from '../src/store/pool.ts';
 import { Worker } from '../src/worker/worker.ts';
 import type { NodeSpec } from '../src/workflow/definition.ts';
 import { WorkflowClient } from '../src/workflow/workflow-client.ts';
-import { benchDatabase } from './db.ts';
+import { benchDatabase, type BenchDatabase } from './db.ts';
 import { pgbenchMeasure, pgbenchReading } from './pgbench.ts';
 import { median, type Bench, type BenchRow } from './table.ts';
 
@@ -24,6 +25,8 @@ const RUN_NODES = Number(process.env.TIDEMARK_BENCH_WORKFLOW_RUN ?? 20_000);
 const CONCURRENCY = 1000;
 /** The run and the flat drain, alternating; each row is the median. */
 const TRIALS = 3;
+/** Nodes, then jobs, of the untimed run of each kind before the trials. */
+const WARMUP_NODES = 5_000;
 
 /**
  * `total` nodes (100,000 by default): a root, 30 % leaves fanned out from it, 300 chains (of 150 at
@@ -78,6 +81,50 @@ async function drainWith(pool: Pool, url: string, done: () => Promise<boolean>):
   const ms = performance.now() - t0;
   await worker.stop();
   return ms;
+}
+
+/** A `nodes`-node mixture submitted, then run to its end by a fresh worker: the run's ms. */
+async function runWorkflow(
+  db: BenchDatabase,
+  workflows: WorkflowClient,
+  id: string,
+  nodes: number,
+): Promise<number> {
+  await workflows.submit({ id, nodes: mixture(nodes) });
+  // Done when the workflow row says so: one row by primary key. (workflows.status also counts the
+  // nodes per state, ~25-80 ms of database time at 20,000 nodes: polled every 50 ms it took a
+  // third of a core from the run it was timing, where the flat drain's check is one index count.)
+  return drainWith(db.pool, db.url, async () => {
+    const { rows } = await db.pool.query<{ state: string }>(`SELECT state FROM workflows WHERE id = $1`, [
+      id,
+    ]);
+    return rows[0]?.state === 'succeeded';
+  });
+}
+
+/** `n` no-op jobs enqueued, then drained by a fresh worker: the drain's ms. */
+async function runFlat(db: BenchDatabase, tag: string, n: number): Promise<number> {
+  const flat: JobInsert[] = Array.from({ length: n }, (_, i) => ({
+    queue: 'wf',
+    kind: 'noop',
+    tenantId: 'default',
+    payload: {},
+    priority: 0,
+    runAt: null,
+    maxAttempts: null,
+    timeoutMs: null,
+    heartbeatMs: null,
+    backoffBaseMs: null,
+    backoffMaxMs: null,
+    idempotencyKey: `flat${tag}.${i}`,
+  }));
+  for (let i = 0; i < flat.length; i += 10_000) await jobInsertMany(db.pool, flat.slice(i, i + 10_000));
+  return drainWith(db.pool, db.url, async () => {
+    const { rows } = await db.pool.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM jobs WHERE queue = 'wf' AND state IN ('available', 'running')`,
+    );
+    return rows[0]?.n === 0;
+  });
 }
 
 /**
@@ -181,48 +228,21 @@ export const bench: Bench = async () => {
     const submitted = await workflows.submit({ id: 'bench-submit', nodes: big });
     const submitMs = performance.now() - t0;
 
+    // Untimed, one of each first: a connection's first node success plans its statement and fills
+    // its caches, and the first trial's run, always first on every connection, read 33-37 % of flat
+    // where later trials read 40-49 %.
+    const warmWf = WARMUP_NODES / ((await runWorkflow(db, workflows, 'bench-warm', WARMUP_NODES)) / 1000);
+    const warmFlat = WARMUP_NODES / ((await runFlat(db, 'warm', WARMUP_NODES)) / 1000);
+
     // The run and the flat drain alternate, three of each: on this shared machine one 20,000-job
     // drain differed from the next by up to a third, so each row is a median with its range.
     const wfRates: number[] = [];
     const flatRates: number[] = [];
     for (let trial = 0; trial < TRIALS; trial++) {
       process.stderr.write(`bench workflow: run ${RUN_NODES} (${trial + 1} of ${TRIALS})…\n`);
-      const id = `bench-run-${trial}`;
-      await workflows.submit({ id, nodes: mixture(RUN_NODES) });
-      // Done when the workflow row says so: one row by primary key. (workflows.status also counts the
-      // nodes per state, ~25-80 ms of database time at 20,000 nodes: polled every 50 ms it took a
-      // third of a core from the run it was timing, where the flat drain's check is one index count.)
-      const wfMs = await drainWith(db.pool, db.url, async () => {
-        const { rows } = await db.pool.query<{ state: string }>(`SELECT state FROM workflows WHERE id = $1`, [
-          id,
-        ]);
-        return rows[0]?.state === 'succeeded';
-      });
-      wfRates.push(RUN_NODES / (wfMs / 1000));
-
+      wfRates.push(RUN_NODES / ((await runWorkflow(db, workflows, `bench-run-${trial}`, RUN_NODES)) / 1000));
       process.stderr.write(`bench workflow: flat drain ${RUN_NODES} (${trial + 1} of ${TRIALS})…\n`);
-      const flat: JobInsert[] = Array.from({ length: RUN_NODES }, (_, i) => ({
-        queue: 'wf',
-        kind: 'noop',
-        tenantId: 'default',
-        payload: {},
-        priority: 0,
-        runAt: null,
-        maxAttempts: null,
-        timeoutMs: null,
-        heartbeatMs: null,
-        backoffBaseMs: null,
-        backoffMaxMs: null,
-        idempotencyKey: `flat${trial}.${i}`,
-      }));
-      for (let i = 0; i < flat.length; i += 10_000) await jobInsertMany(db.pool, flat.slice(i, i + 10_000));
-      const flatMs = await drainWith(db.pool, db.url, async () => {
-        const { rows } = await db.pool.query<{ n: number }>(
-          `SELECT count(*)::int AS n FROM jobs WHERE queue = 'wf' AND state IN ('available', 'running')`,
-        );
-        return rows[0]?.n === 0;
-      });
-      flatRates.push(RUN_NODES / (flatMs / 1000));
+      flatRates.push(RUN_NODES / ((await runFlat(db, `${trial}`, RUN_NODES)) / 1000));
     }
     const wfRate = median(wfRates);
     const flatRate = median(flatRates);
@@ -265,7 +285,7 @@ export const bench: Bench = async () => {
         group: 'workflow',
         name: `flat-job drain, same worker, ${RUN_NODES} jobs`,
         value: `${flatRate.toFixed(0)} jobs/s`,
-        note: `median of ${TRIALS}: ${range(flatRates)}; ${pNote(flatRate)}`,
+        note: `median of ${TRIALS}: ${range(flatRates)}; ${pNote(flatRate)}; after one untimed run of each kind (${WARMUP_NODES} nodes at ${warmWf.toFixed(0)}/s, ${WARMUP_NODES} jobs at ${warmFlat.toFixed(0)}/s)`,
       },
       ...levelsVsGraph(),
     ];
