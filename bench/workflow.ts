@@ -5,9 +5,9 @@
  * worker bench quotes, taken at the start and again at the end: the rows read as ratios to the mean.
  *
  * After one untimed run of each (5,000 nodes, then jobs), the run and the flat drain alternate three
- * times and use TIDEMARK_BENCH_WORKFLOW_RUN nodes (default 20,000, the same mixture scaled down) so
- * `npm run bench workflow` ends in a few minutes on a loaded 2-core machine; set it to 100000 for
- * the full size.
+ * times, each on freshly vacuumed tables, and use TIDEMARK_BENCH_WORKFLOW_RUN nodes (default 20,000,
+ * the same mixture scaled down) so `npm run bench workflow` ends in a few minutes on a loaded 2-core
+ * machine; set it to 100000 for the full size.
  */
 import { performance } from 'node:perf_hooks';
 import { createLogger } from '../src/log.ts';
@@ -83,6 +83,15 @@ async function drainWith(pool: Pool, url: string, done: () => Promise<boolean>):
   return ms;
 }
 
+/**
+ * Before a trial writes its rows: the tables as autovacuum would keep them, which this machine's
+ * PostgreSQL runs without. Unvacuumed, the flat drain fell from ~46,000 to 25,000-30,000 jobs/s from
+ * the fifth trial in one database, on the dead rows the earlier trials left in jobs_open.
+ */
+async function vacuum(db: BenchDatabase): Promise<void> {
+  await db.pool.query('VACUUM ANALYZE jobs, workflow_nodes, workflows');
+}
+
 /** A `nodes`-node mixture submitted, then run to its end by a fresh worker: the run's ms. */
 async function runWorkflow(
   db: BenchDatabase,
@@ -90,6 +99,7 @@ async function runWorkflow(
   id: string,
   nodes: number,
 ): Promise<number> {
+  await vacuum(db);
   await workflows.submit({ id, nodes: mixture(nodes) });
   // Done when the workflow row says so: one row by primary key. (workflows.status also counts the
   // nodes per state, ~25-80 ms of database time at 20,000 nodes: polled every 50 ms it took a
@@ -118,6 +128,7 @@ async function runFlat(db: BenchDatabase, tag: string, n: number): Promise<numbe
     backoffMaxMs: null,
     idempotencyKey: `flat${tag}.${i}`,
   }));
+  await vacuum(db);
   for (let i = 0; i < flat.length; i += 10_000) await jobInsertMany(db.pool, flat.slice(i, i + 10_000));
   // Done when no job is left to run, by two index probes. (Counting them read every row of
   // jobs_open each poll: ~9 ms of database time, polled every 50 ms, taken from the drain it timed.)
