@@ -68,8 +68,9 @@ async function drainWith(pool: Pool, url: string, done: () => Promise<boolean>):
     pool,
     connectionString: url,
     handlers: { noop: () => Promise.resolve() },
+    // The worker's default poll (1 s), as the worker and history benches run it. At 50 ms, once the
+    // run's last claimable job was claimed, its two claim loops polled ~20 times more, finding nothing.
     queues: [{ name: 'wf', concurrency: CONCURRENCY }],
-    pollMs: 50,
     // Long enough that a completion backlog on a loaded machine is not reaped as lost leases (seen
     // at the default 30 s with load 18 here), which would measure the reaper instead of the release.
     leaseMs: 300_000,
