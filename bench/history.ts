@@ -37,14 +37,14 @@
  * turn; 4,000 jobs at 200/s on the history with the catch-up's pruning switched on and off every 2 s
  * (paired, in the catch-up's trials: the week's role finds nothing due between drops of whole
  * slices), comparing the jobs sent in each kind of window: the same run with and without pruning, as
- * the week's target reads. The statements behind the API's list endpoints and the dashboard's overview and history run
- * first, before any measurement adds jobs to the newest slices, on base and history alternately, run
- * by run (median of 20 each), and each reports the pages it touched, which the machine's load does
- * not change. Then the maintenance role runs until a pass deletes less than a batch, and the bench
- * reports the rate it sustained and the disk use left. Last, enqueue → start in runs of 4,000 jobs
- * while the oldest day's slice of the occurrence ledger is summed into the rollups in steps switched
- * on and off every 2 s, then dropped: the jobs sent with the steps on against those sent with them
- * off.
+ * the week's target reads. The statements behind the API's list endpoints and the dashboard's
+ * overview and history run first, before any measurement adds jobs to the newest slices, on base and
+ * history alternately, run by run (median of 20 each), and each reports the pages it touched, which
+ * the machine's load does not change. Then the maintenance role runs until a pass deletes less than a
+ * batch, and the bench reports the rate it sustained and the disk use left. Last, enqueue → start in
+ * runs of 4,000 jobs while the oldest day's slice of the occurrence ledger is summed into the rollups
+ * in steps switched on and off every 2 s, then dropped: the jobs sent with the steps on against those
+ * sent with them off.
  *
  * BENCH_HISTORY_TRIALS sets the trials (default 3), BENCH_HISTORY_ONLY the measurements (default
  * `drain,latency,burst,queries,pruning,paired,ledger`; without `pruning` neither the two pruning

@@ -43,10 +43,7 @@ export const command: Command = {
       throw new UsageError(`--public-url: ${publicUrl} is not an http(s) URL`);
     }
     const log = createLogger('api');
-    const pool = createRolePool({
-      connectionString: requireDatabaseUrl(),
-      applicationName: 'tidemark-api',
-    });
+    const pool = createRolePool({ connectionString: requireDatabaseUrl(), applicationName: 'tidemark-api' });
     try {
       await schemaCheck(pool);
       const role = await startApiRole({ pool, port, host: values.host, logger: log, publicUrl });

@@ -71,10 +71,7 @@ export const command: Command = {
       });
       url = embedded.url;
     }
-    const pool = createRolePool({
-      connectionString: url,
-      applicationName: 'tidemark-dev',
-    });
+    const pool = createRolePool({ connectionString: url, applicationName: 'tidemark-dev' });
     const roles: Role[] = [];
     const stopAll = async (): Promise<void> => {
       for (const role of roles.reverse()) await role.stop();

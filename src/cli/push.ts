@@ -105,10 +105,7 @@ export const command: Command = {
     const metricsPort = portFlag(values['metrics-port']);
     const url = requireDatabaseUrl();
     const log = createLogger('push');
-    const pool = createRolePool({
-      connectionString: url,
-      applicationName: 'tidemark-push',
-    });
+    const pool = createRolePool({ connectionString: url, applicationName: 'tidemark-push' });
     try {
       const worker = await startPushWorker(values, pool, url, log);
       const metrics = await metricsServeFlagged(metricsPort, values['metrics-host'], url, { worker });

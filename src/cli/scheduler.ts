@@ -130,10 +130,7 @@ export const command: Command = {
     const metricsPort = portFlag(values['metrics-port']);
     const url = requireDatabaseUrl();
     const log = createLogger('scheduler');
-    const pool = createRolePool({
-      connectionString: url,
-      applicationName: 'tidemark-scheduler',
-    });
+    const pool = createRolePool({ connectionString: url, applicationName: 'tidemark-scheduler' });
     let maintenance: Maintenance | null = null;
     try {
       await schemaCheck(pool);

@@ -181,11 +181,7 @@ export const command: Command = {
     }
     const metricsPort = portFlag(values['metrics-port']);
     const url = requireDatabaseUrl();
-    const pool = createRolePool({
-      connectionString: url,
-      max: 10,
-      applicationName: 'tidemark-worker',
-    });
+    const pool = createRolePool({ connectionString: url, max: 10, applicationName: 'tidemark-worker' });
     let role: WorkerRole;
     try {
       role = await startWorkerRole(values, pool, url);
