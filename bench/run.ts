@@ -13,6 +13,7 @@ const benches: Record<string, () => Promise<Bench>> = {
   workflow: async () => (await import('./workflow.ts')).bench,
   schedule: async () => (await import('./schedule.ts')).bench,
   history: async () => (await import('./history.ts')).bench,
+  charts: async () => (await import('./charts.ts')).bench,
   partitions: async () => (await import('./partitions.ts')).bench,
 };
 

@@ -29,6 +29,7 @@ import {
   type BoundedSlice,
   type JobSlice,
 } from '../store/job-slices.ts';
+import { historyRollJobs, historyRollLag, historyRollupPrune } from '../store/history-rollup.ts';
 import { leaseAcquire, leaseRelease, leaseRenew } from '../store/leases.ts';
 import {
   occurrenceSliceDropDue,
@@ -175,6 +176,12 @@ function occurrenceSliceWaitS(slice: OccurrenceSlice): number {
     ? SLICE_WAIT_S
     : Math.max(SLICE_WAIT_S, (slice.to.getTime() - slice.from.getTime()) / 1000);
 }
+/**
+ * How long the per-minute rollups of GET /v1/history are kept: its window is a day at most, so two
+ * days serve any window ending in the last one; an older window is read from the rows.
+ */
+const HISTORY_ROLLUP_KEEP_MS = 2 * 86_400_000;
+
 /** Finished workflows read per marking statement; each can hold up to 100,000 nodes. */
 const WORKFLOW_PAGE = 100;
 
@@ -311,6 +318,7 @@ export class Maintenance {
     });
     if (!(await this.#ensureTerm())) return result(false);
     if (!(await this.#ensureSlice())) return result(false);
+    if (!(await this.#rollHistory())) return result(false);
     if (this.#plan === null) return result(true);
     const plan = this.#plan;
     const counts: Promise<void>[] = [];
@@ -365,6 +373,33 @@ export class Maintenance {
     return true;
   }
 
+  /**
+   * Rolls the settled minutes up for GET /v1/history (store/history-rollup.ts), then deletes those
+   * older than HISTORY_ROLLUP_KEEP_MS, each statement followed by the duty cycle's rest; false when
+   * the term was lost. Rollups are kept whether retention is on or not: they are what the charts read.
+   */
+  async #rollHistory(): Promise<boolean> {
+    for (const roll of [historyRollJobs, historyRollLag]) {
+      for (const direction of ['forward', 'back'] as const) {
+        for (;;) {
+          if (this.#fence() === null) return false;
+          const started = performance.now();
+          const r = await roll(this.#pool, direction);
+          await this.#rest(started, this.#dutyCycle);
+          if (r.to <= r.from) break;
+        }
+      }
+    }
+    for (;;) {
+      if (this.#fence() === null) return false;
+      const started = performance.now();
+      const more = await historyRollupPrune(this.#pool, HISTORY_ROLLUP_KEEP_MS);
+      await this.#rest(started, this.#dutyCycle);
+      if (!more) break;
+    }
+    return true;
+  }
+
   /** Drops the slices of succeeded jobs that retention has emptied; false when the term was lost. */
   async #dropEmptySlices(): Promise<boolean> {
     const fence = this.#fence();
@@ -413,9 +448,14 @@ export class Maintenance {
       return null;
     }
     count(table, deleted(r), started, slice?.(r));
+    await this.#rest(started, dutyCycle);
+    return r;
+  }
+
+  /** Rests after a statement that began at `started`, so this role takes `dutyCycle` of a connection. */
+  async #rest(started: number, dutyCycle: number): Promise<void> {
     const rest = (performance.now() - started) * (1 / dutyCycle - 1);
     if (rest >= 1) await sleep(rest, undefined, { signal: this.#stop.signal }).catch(() => undefined);
-    return r;
   }
 
   /**

@@ -69,7 +69,6 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedS
   if (!initialised) await rm(clusterDir, { recursive: true, force: true });
 
   const binaries = await embeddedBinaries(as);
-  const port = await choosePort(options.port ?? DEFAULT_EMBEDDED_PORT);
   const settings = {
     listen_addresses: '127.0.0.1',
     // No Unix socket: another PostgreSQL on this machine may own the default socket directory.
@@ -78,10 +77,13 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedS
   };
   if (!initialised) await initdb(binaries, clusterDir, password, as);
   const flags = Object.entries(settings).flatMap(([k, v]) => ['-c', `${k}=${v}`]);
-  const server = await startWithRetry(
-    () => postgresStart(binaries, clusterDir, port, flags, as, log),
-    clusterDir,
-  );
+  const preferred = options.port ?? DEFAULT_EMBEDDED_PORT;
+  const { server, port } = await startWithRetry(async () => {
+    // Chosen again on every attempt: another process may bind a port between our probe and the
+    // server's start (two test files starting `tidemark dev` at once did).
+    const port = await choosePort(preferred);
+    return { server: await postgresStart(binaries, clusterDir, port, flags, as, log), port };
+  }, clusterDir);
 
   // The safety net for a process that exits without stop() (an uncaught error): 'exit' handlers
   // cannot wait, so it only tells the server to shut down fast, as stopOrphan would next time.
@@ -226,7 +228,7 @@ function postgresStop(server: ChildProcess): Promise<void> {
   });
 }
 
-async function startWithRetry(start: () => Promise<ChildProcess>, clusterDir: string): Promise<ChildProcess> {
+async function startWithRetry<T>(start: () => Promise<T>, clusterDir: string): Promise<T> {
   // After a SIGKILL, backends of the old server can outlive their postmaster for a moment and keep
   // its shared memory attached; the new server refuses to start until they notice and exit.
   for (let attempt = 1; ; attempt++) {

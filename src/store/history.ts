@@ -2,7 +2,9 @@
  * Minute-by-minute history for the dashboard's charts, read from what the database keeps, so a
  * reload or a second operator sees the same hours: schedule lateness from the occurrence ledger and
  * its rollups (0021), jobs finished and attempts failed by finish time, and the backlog (jobs due
- * and not yet started) rebuilt from the jobs' own times.
+ * and not yet started) rebuilt from the jobs' own times. Minutes the maintenance role has rolled up
+ * (history-rollup.ts) come from history_minutes and lag_minutes instead, each read as one statement
+ * so a roll that commits meanwhile is seen whole or not at all.
  */
 import { notSummed } from './occurrence-rollup.ts';
 import type { Queryable } from './pool.ts';
@@ -28,33 +30,53 @@ export interface LagMinute {
 }
 
 /**
- * Lateness percentiles per minute of fire time: computed over the ledger's rows where they are
- * still there (a BRIN range read, occurrences_fire_brin), and the rollup's mean and max for minutes
- * retention has pruned. A minute is in one or the other, never both (the prune moves it; a slice
- * summed in steps leaves the ledger's side as it goes).
+ * Lateness percentiles per minute of fire time: lag_minutes' exact ones for the minutes rolled up,
+ * else computed over the ledger's rows where they are still there (a BRIN range read,
+ * occurrences_fire_brin), and retention's rollup's mean and max for minutes it has pruned. A minute
+ * is in one of the three, never two (a roll covers its minutes whole; the prune moves a minute; a
+ * slice summed in steps leaves the ledger's side as it goes).
  */
 export async function historyLagPerMinute(db: Queryable, range: HistoryRange): Promise<LagMinute[]> {
   const { rows } = await db.query<{ at: Date; count: number; p50: number; p99: number; exact: boolean }>({
     name: 'historyLagPerMinute',
-    text: `SELECT date_trunc('minute', o.fire_at) AS at, count(*)::int AS count,
-                  percentile_cont(0.5) WITHIN GROUP (ORDER BY l.s)::float8 AS p50,
-                  percentile_cont(0.99) WITHIN GROUP (ORDER BY l.s)::float8 AS p99, true AS exact
+    text: `WITH r AS (${liveFrom('lag')})
+           SELECT minute AS at, scheduled AS count, p50_s AS p50, p99_s AS p99, true AS exact
+             FROM lag_minutes, r
+            WHERE r.rolled AND minute >= date_trunc('minute', $1::timestamptz) AND minute < least($2, r.upto)
+              AND tenant_id = coalesce($3, '')
+           UNION ALL
+           SELECT date_trunc('minute', o.fire_at), count(*)::int,
+                  percentile_cont(0.5) WITHIN GROUP (ORDER BY l.s)::float8,
+                  percentile_cont(0.99) WITHIN GROUP (ORDER BY l.s)::float8, true
              FROM occurrences o
             CROSS JOIN LATERAL (SELECT greatest(0, extract(epoch FROM o.materialised_at - o.fire_at)) AS s) l
-            WHERE o.fire_at >= $1 AND o.fire_at < $2 AND o.state = 'enqueued' AND o.source = 'schedule'
-              AND NOT o.backfill AND ${notSummed('o', 'minutes')}
+            WHERE o.fire_at >= (SELECT live_from FROM r) AND o.fire_at < $2 AND o.state = 'enqueued'
+              AND o.source = 'schedule' AND NOT o.backfill AND ${notSummed('o', 'minutes')}
               AND ($3::text IS NULL OR (SELECT s.tenant_id FROM schedules s WHERE s.id = o.schedule_id) = $3)
             GROUP BY 1
            UNION ALL
            SELECT minute, sum(scheduled)::int, (sum(lag_sum_s) / sum(scheduled))::float8, max(lag_max_s)::float8, false
              FROM occurrence_minutes
-            WHERE minute >= date_trunc('minute', $1::timestamptz) AND minute < $2 AND scheduled > 0
+            WHERE minute >= date_trunc('minute', (SELECT live_from FROM r)) AND minute < $2 AND scheduled > 0
               AND ($3::text IS NULL OR tenant_id = $3)
             GROUP BY minute
             ORDER BY 1`,
     values: [range.from, range.to, range.tenantId ?? null],
   });
   return rows.map((r) => ({ at: r.at, count: r.count, p50S: r.p50, p99S: r.p99, exact: r.exact }));
+}
+
+/**
+ * A one-row CTE body: where a read of `kind` (history_rolled's jobs or lag minutes) takes its rows
+ * from, `live_from`, and whether the minutes before it come from the rollup (`rolled`, up to `upto`).
+ * A window that starts before the rollup's first minute is read from the rows whole. A rolled minute
+ * counts whole, also the one the window starts in.
+ */
+function liveFrom(kind: 'jobs' | 'lag'): string {
+  return `SELECT $1::timestamptz >= ${kind}_since AS rolled, ${kind}_upto AS upto,
+                 CASE WHEN $1::timestamptz >= ${kind}_since THEN greatest($1::timestamptz, ${kind}_upto)
+                      ELSE $1::timestamptz END AS live_from
+            FROM history_rolled`;
 }
 
 export interface ThroughputMinute {
@@ -68,7 +90,7 @@ export interface ThroughputMinute {
 /**
  * Jobs succeeded and attempts failed per minute of finish time (jobs_finished_idx,
  * job_attempts_finished_brin). A success lives on the job row (0019); a failure is an attempt row.
- * Jobs and attempts that retention has deleted are not counted: keep the window inside retention.
+ * Jobs and attempts that retention has deleted count only in minutes rolled up before they went.
  */
 export async function historyThroughputPerMinute(
   db: Queryable,
@@ -76,22 +98,28 @@ export async function historyThroughputPerMinute(
 ): Promise<ThroughputMinute[]> {
   const { rows } = await db.query<{ at: Date; succeeded: number; failed: number }>({
     name: 'historyThroughputPerMinute',
-    text: `SELECT at, sum(succeeded)::int AS succeeded, sum(failed)::int AS failed FROM (
+    text: `WITH r AS (${liveFrom('jobs')})
+           SELECT at, sum(succeeded)::int AS succeeded, sum(failed)::int AS failed FROM (
+             SELECT minute AS at, succeeded, failed
+               FROM history_minutes, r
+              WHERE r.rolled AND minute >= date_trunc('minute', $1::timestamptz) AND minute < least($2, r.upto)
+                AND ($3::text IS NULL OR tenant_id = $3) AND ($4::text IS NULL OR queue = $4)
+             UNION ALL
              SELECT date_trunc('minute', finished_at) AS at, count(*) AS succeeded, 0 AS failed
                FROM jobs
-              WHERE finished_at >= $1 AND finished_at < $2 AND state = 'succeeded'
+              WHERE finished_at >= (SELECT live_from FROM r) AND finished_at < $2 AND state = 'succeeded'
                 AND ($3::text IS NULL OR tenant_id = $3) AND ($4::text IS NULL OR queue = $4)
               GROUP BY 1
              UNION ALL
              SELECT date_trunc('minute', a.finished_at), 0, count(*)
                FROM job_attempts a
-              WHERE a.finished_at >= $1 AND a.finished_at < $2
+              WHERE a.finished_at >= (SELECT live_from FROM r) AND a.finished_at < $2
                 AND a.outcome IN ('failed', 'timed_out', 'lease_lost')
                 AND (($3::text IS NULL AND $4::text IS NULL) OR EXISTS (
                       SELECT 1 FROM jobs j WHERE j.id = a.job_id
                          AND ($3::text IS NULL OR j.tenant_id = $3) AND ($4::text IS NULL OR j.queue = $4)))
               GROUP BY 1
-           ) m GROUP BY at ORDER BY at`,
+           ) m GROUP BY at HAVING sum(succeeded) > 0 OR sum(failed) > 0 ORDER BY at`,
     values: [range.from, range.to, range.tenantId ?? null, range.queue ?? null],
   });
   return rows;
@@ -118,7 +146,7 @@ export async function historyBacklogPerMinute(
 ): Promise<BacklogMinute[]> {
   const { rows } = await db.query<{ at: Date; waiting: number }>({
     name: 'historyBacklogPerMinute',
-    text: `WITH candidates AS (
+    text: `WITH r AS (${liveFrom('jobs')}), candidates AS (
              -- One branch per open state's partial index (0003, 0016): an IN list of the four
              -- matched none of them and read the whole table.
              SELECT id, created_at, run_at, started_at, finished_at FROM jobs
@@ -134,7 +162,7 @@ export async function historyBacklogPerMinute(
                 AND ($3::text IS NULL OR tenant_id = $3) AND ($4::text IS NULL OR queue = $4)
              UNION
              SELECT id, created_at, run_at, started_at, finished_at FROM jobs
-              WHERE state IN ('succeeded', 'dead', 'cancelled') AND finished_at >= $1
+              WHERE state IN ('succeeded', 'dead', 'cancelled') AND finished_at >= (SELECT live_from FROM r)
                 AND ($3::text IS NULL OR tenant_id = $3) AND ($4::text IS NULL OR queue = $4)
            ), spans AS (
              SELECT greatest(created_at, run_at) AS due,
@@ -146,18 +174,29 @@ export async function historyBacklogPerMinute(
              UNION ALL
              SELECT gone, -1 FROM spans WHERE gone > due
            ), start AS (
-             SELECT date_trunc('minute', $1::timestamptz) AS at
+             SELECT date_trunc('minute', live_from) AS at FROM r
            ), per_minute AS (
              SELECT date_trunc('minute', t) AS m, sum(d) AS d FROM events, start
               WHERE t >= start.at AND t < $2 GROUP BY 1
+           ), rolled AS (
+             SELECT least(g.m + interval '1 minute', $2) AS at, coalesce(sum(h.waiting), 0)::int AS waiting
+               FROM r
+              CROSS JOIN LATERAL generate_series(date_trunc('minute', $1::timestamptz),
+                                                 least(r.upto, $2) - interval '1 microsecond', interval '1 minute') g(m)
+               LEFT JOIN history_minutes h ON h.minute = g.m
+                    AND ($3::text IS NULL OR h.tenant_id = $3) AND ($4::text IS NULL OR h.queue = $4)
+              WHERE r.rolled
+              GROUP BY g.m
            )
+           SELECT at, waiting FROM rolled
+           UNION ALL
            SELECT least(g.m + interval '1 minute', $2) AS at,
                   ((SELECT coalesce(sum(d), 0) FROM events, start WHERE t < start.at)
                    + sum(coalesce(p.d, 0)) OVER (ORDER BY g.m))::int AS waiting
              FROM start
             CROSS JOIN LATERAL generate_series(start.at, $2::timestamptz - interval '1 microsecond', interval '1 minute') g(m)
              LEFT JOIN per_minute p ON p.m = g.m
-            ORDER BY g.m`,
+            ORDER BY at`,
     values: [range.from, range.to, range.tenantId ?? null, range.queue ?? null],
   });
   return rows;
