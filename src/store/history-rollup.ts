@@ -8,16 +8,15 @@
  * A roll holds history_rolled's row FOR UPDATE from reading where the last one ended to moving it,
  * so two replicas that both believe they hold the maintenance lease roll each minute once.
  */
-import type { Queryable } from './pool.ts';
-import { withTransaction, type Pool } from './pool.ts';
 import { notSummed } from './occurrence-rollup.ts';
+import { withTransaction, type Pool, type Queryable } from './pool.ts';
 
 /**
  * A minute's jobs are rolled up this long after it ends. A job's finish time is its completing
  * transaction's start (now()), and those transactions take milliseconds (the longest, a workflow
  * node's release, ~70 ms): one that commits after its minute was rolled would be left out.
  */
-export const JOBS_SETTLE_S = 60;
+const JOBS_SETTLE_S = 60;
 
 /** Minutes one roll statement covers at most: at 500 jobs a second ~0.3 million rows to read. */
 const ROLL_MINUTES = 10;
