@@ -29,9 +29,9 @@ export interface Rolled {
 
 /**
  * Which minutes a roll takes: `forward`, the next settled ones after the last roll; `back`, the ones
- * before the first, down to history_rolled.back_to and no further than a day ago (the longest
- * window), so a database that held history before migration 0040 has its charts rolled up within a
- * pass or two instead of a day later.
+ * before the first, down to history_rolled.back_to, so a database that held history before
+ * migration 0040 has its charts rolled up within a pass or two instead of hours later. Neither
+ * reaches further back than REACH.
  */
 export type RollDirection = 'forward' | 'back';
 
@@ -143,8 +143,17 @@ export async function historyRollupPrune(pool: Pool, keepMs: number): Promise<bo
 }
 
 /**
+ * How far back from now a roll of `kind` reaches, either way: minutes older are left to the rows.
+ * The backlog at a past minute's end takes every job finished since it (a job waiting then may have
+ * finished any time after), so a roll of jobs reads all of them: at 500 jobs a second a statement
+ * reading back three hours read 5.4 million (~5 s). Lateness reads only its own minutes.
+ */
+const REACH = { jobs: '3 hours', lag: '1 day' } as const;
+
+/**
  * The minutes of `kind` a roll in `direction` takes, with history_rolled's row locked: forward from
- * `upto` to `settled`, back from `since` to `back_to` or a day ago; ROLL_MINUTES at most.
+ * `upto` (or from REACH ago, when the last roll is older) to `settled`, back from `since` to
+ * `back_to` or REACH ago; ROLL_MINUTES at most.
  */
 async function next(
   tx: Queryable,
@@ -153,12 +162,12 @@ async function next(
   settled: string,
 ): Promise<Rolled> {
   const span = `interval '${ROLL_MINUTES} minutes'`;
+  const reach = `date_trunc('minute', now() - interval '${REACH[kind]}')`;
   const { rows } = await tx.query<{ from: Date; to: Date }>(
     direction === 'forward'
-      ? `SELECT ${kind}_upto AS from, greatest(${kind}_upto, least(${kind}_upto + ${span}, ${settled})) AS to
-           FROM history_rolled FOR UPDATE`
-      : `SELECT least(${kind}_since, greatest(${kind}_since - ${span}, back_to,
-                                              date_trunc('minute', now() - interval '1 day'))) AS from,
+      ? `SELECT f.from, greatest(f.from, least(f.from + ${span}, ${settled})) AS to
+           FROM history_rolled, LATERAL (SELECT greatest(${kind}_upto, ${reach}) AS from) f FOR UPDATE OF history_rolled`
+      : `SELECT least(${kind}_since, greatest(${kind}_since - ${span}, back_to, ${reach})) AS from,
                 ${kind}_since AS to
            FROM history_rolled FOR UPDATE`,
   );
@@ -167,7 +176,10 @@ async function next(
   return r;
 }
 
-/** Records a roll's minutes as rolled: `upto` moves forward to `to`, or `since` back to `from`. */
+/**
+ * Records a roll's minutes as rolled: `upto` moves forward to `to` (and `since` with it when the
+ * roll started past `upto`, the minutes between left to the rows), or `since` back to `from`.
+ */
 async function moved(
   tx: Queryable,
   kind: 'jobs' | 'lag',
@@ -176,8 +188,13 @@ async function moved(
   to: Date,
 ): Promise<void> {
   if (to <= from) return;
-  if (direction === 'forward') await tx.query(`UPDATE history_rolled SET ${kind}_upto = $1`, [to]);
-  else await tx.query(`UPDATE history_rolled SET ${kind}_since = $1`, [from]);
+  if (direction === 'forward') {
+    await tx.query(
+      `UPDATE history_rolled SET ${kind}_upto = $2,
+              ${kind}_since = CASE WHEN ${kind}_upto < $1 THEN $1 ELSE ${kind}_since END`,
+      [from, to],
+    );
+  } else await tx.query(`UPDATE history_rolled SET ${kind}_since = $1`, [from]);
 }
 
 /**

@@ -4,7 +4,8 @@
  * on returning it after retention deleted the rows; the lateness rollup waits for a scheduler that is
  * behind, so its late occurrences count where they fired; the last minute is left until it settles;
  * two replicas rolling at once roll each minute once; a database that had history when it migrated
- * is rolled back a day; the maintenance role rolls with retention off and deletes rollups two days
+ * is rolled back, jobs three hours and lateness a day, and a roll of jobs that fell further behind
+ * starts three hours back; the maintenance role rolls with retention off and deletes rollups two days
  * old. History is written straight to the tables, at minutes before the database's clock.
  */
 import assert from 'node:assert/strict';
@@ -259,7 +260,7 @@ test('two replicas rolling at once roll each minute once', async () => {
   assert.deepEqual(await contents(), alone);
 });
 
-test('a database that held history when it migrated is rolled back a day at most', async () => {
+test('a database that held history when it migrated is rolled back: jobs three hours at most, lateness a day', async () => {
   const since = at(20);
   await rollFrom(since, at(-10));
   await rollAll('back');
@@ -270,16 +271,34 @@ test('a database that held history when it migrated is rolled back a day at most
   const w = { from: at(-5), to: at(35) };
   assert.deepEqual(await reads(w), await readsLive(w));
 
-  const { rows } = await q.query<{ day: Date }>(
-    `SELECT date_trunc('minute', now() - interval '1 day') AS day`,
-  );
   await rollFrom(at(20), new Date(at(20).getTime() - 3 * 86_400_000));
   await rollAll('back');
-  const day = rows[0]?.day.getTime() ?? 0;
-  // The clock may pass a minute's end between the two reads of it.
-  const first = (await rolled()).jobs_since.getTime();
-  assert.ok(first >= day && first <= day + MINUTE, new Date(first).toISOString());
+  const after = await rolled();
+  await reach(after.jobs_since, '3 hours');
+  await reach(after.lag_since, '1 day');
 });
+
+test('a roll of jobs after the last one fell three hours behind starts three hours back', async () => {
+  await rollFrom(new Date(Date.now() - 5 * 3_600_000));
+  await rollAll();
+  const r = await rolled();
+  // The jobs' rolled minutes start again three hours back; the lateness's go on from where they were.
+  await reach(r.jobs_since, '3 hours');
+  assert.ok(r.jobs_upto > at(30));
+  assert.ok(r.lag_since.getTime() < Date.now() - 4 * 3_600_000);
+  assert.ok(r.lag_upto > at(30));
+  const w = { from: at(-5), to: at(35) };
+  assert.deepEqual(await reads(w), await readsLive(w));
+});
+
+/** `first` is the minute `ago` before the database's clock (or the one after, if a minute ended since). */
+async function reach(first: Date, ago: string): Promise<void> {
+  const { rows } = await q.query<{ m: Date }>(`SELECT date_trunc('minute', now() - $1::interval) AS m`, [
+    ago,
+  ]);
+  const m = rows[0]?.m.getTime() ?? 0;
+  assert.ok(first.getTime() >= m - MINUTE && first.getTime() <= m, `${first.toISOString()}, ${ago} ago`);
+}
 
 test('the maintenance role rolls with retention off, and deletes rollups two days old', async () => {
   await rollFrom(at(-10));
