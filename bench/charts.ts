@@ -19,17 +19,15 @@ import {
 } from '../src/store/history.ts';
 import { historyRollJobs, historyRollLag, type RollDirection } from '../src/store/history-rollup.ts';
 import { jobSliceAttach } from '../src/store/job-slices.ts';
-import { occurrenceSliceAttach, occurrenceSliceList } from '../src/store/occurrence-slices.ts';
 import { withTransaction, type Pool } from '../src/store/pool.ts';
 import { benchDatabase, type BenchDatabase } from './db.ts';
-import { loadHistory } from './history.ts';
+import { loadHistory, sliceLedger } from './history.ts';
 import { median, type Bench, type BenchRow } from './table.ts';
 
 const HOURS = Number(process.env.BENCH_CHARTS_HOURS ?? 3);
 const RATE = 500;
 /** The short history's minutes: a tenth of an hour, so a read of it returns few minutes. */
 const BASE_MINUTES = 10;
-const DAY_MS = 86_400_000;
 /** Reads of each kind; the rows' ones take seconds each at this rate, so they run fewer times. */
 const RUNS = 9;
 const LIVE_RUNS = 3;
@@ -40,20 +38,8 @@ async function slices(db: BenchDatabase, n: number, hours: number): Promise<void
     await tx.query('ALTER TABLE jobs_done DETACH PARTITION jobs_done_0');
     await tx.query('DROP TABLE jobs_done_0');
     await jobSliceAttach(tx, { name: 'jobs_done_0', from: null, to: n + 1_000_000 });
-    for (const s of await occurrenceSliceList(tx)) {
-      await tx.query(`ALTER TABLE occurrences DETACH PARTITION "${s.name}"`);
-      await tx.query(`DROP TABLE "${s.name}"`);
-    }
-    const now = Date.now();
-    const first = Math.floor((now - hours * 3_600_000) / DAY_MS);
-    for (let d = first; d <= Math.floor(now / DAY_MS) + 2; d++) {
-      await occurrenceSliceAttach(tx, {
-        name: `occurrences_d${d}`,
-        from: d === first ? null : new Date(d * DAY_MS),
-        to: new Date((d + 1) * DAY_MS),
-      });
-    }
   });
+  await sliceLedger(db, new Date(Date.now() - hours * 3_600_000), new Date());
 }
 
 interface Roll {

@@ -184,7 +184,7 @@ export async function loadHistory(
  * Replaces the occurrence ledger's slices of a new database with one per UTC day from the day of
  * `from` to two days after `to`, as a role running through the history would have attached them.
  */
-async function sliceLedger(db: BenchDatabase, from: Date, to: Date): Promise<void> {
+export async function sliceLedger(db: BenchDatabase, from: Date, to: Date): Promise<void> {
   await withTransaction(db.pool, async (tx) => {
     for (const s of await occurrenceSliceList(tx)) {
       await tx.query(`ALTER TABLE occurrences DETACH PARTITION "${s.name}"`);

@@ -8,6 +8,7 @@
  * A roll holds history_rolled's row FOR UPDATE from reading where the last one ended to moving it,
  * so two replicas that both believe they hold the maintenance lease roll each minute once.
  */
+import { backlogEvents } from './history.ts';
 import { notSummed } from './occurrence-rollup.ts';
 import { withTransaction, type Pool, type Queryable } from './pool.ts';
 
@@ -203,28 +204,9 @@ async function moved(
  * starts), over the jobs that can have waited then (the open ones, those finished since $1).
  */
 const backlogAtMinuteEnds = `
-  WITH candidates AS (
-    SELECT queue, tenant_id, created_at, run_at, started_at, finished_at FROM jobs WHERE state = 'available'
-    UNION ALL
-    SELECT queue, tenant_id, created_at, run_at, started_at, finished_at FROM jobs WHERE state IN ('scheduled', 'failed')
-    UNION ALL
-    SELECT queue, tenant_id, created_at, run_at, started_at, finished_at FROM jobs
-     WHERE state = 'running' AND lease_expires_at IS NOT NULL
-    UNION ALL
-    SELECT queue, tenant_id, created_at, run_at, started_at, finished_at FROM jobs
-     WHERE state IN ('succeeded', 'dead', 'cancelled') AND finished_at >= $1
-  ), spans AS (
-    SELECT queue, tenant_id, greatest(created_at, run_at) AS due,
-           CASE WHEN started_at >= greatest(created_at, run_at) THEN started_at
-                WHEN finished_at >= greatest(created_at, run_at) THEN finished_at END AS gone
-      FROM candidates
-  ), events AS (
-    SELECT queue, tenant_id, due AS t, 1 AS d FROM spans WHERE (gone IS NULL OR gone > due) AND due < $2
-    UNION ALL
-    SELECT queue, tenant_id, gone, -1 FROM spans WHERE gone > due AND gone < $2
-  ), steps AS (
+  WITH ${backlogEvents('queue, tenant_id,', 'true', '$1')}, steps AS (
     SELECT queue, tenant_id, greatest(date_trunc('minute', t), $1::timestamptz) AS m, sum(d) AS d
-      FROM events GROUP BY 1, 2, 3
+      FROM events WHERE t < $2 GROUP BY 1, 2, 3
   )
   SELECT g.m AS minute, p.queue, p.tenant_id,
          sum(coalesce(s.d, 0)) OVER (PARTITION BY p.queue, p.tenant_id ORDER BY g.m)::int AS waiting

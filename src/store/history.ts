@@ -144,36 +144,10 @@ export async function historyBacklogPerMinute(
   db: Queryable,
   range: HistoryRange & { queue?: string },
 ): Promise<BacklogMinute[]> {
+  const filter = '($3::text IS NULL OR tenant_id = $3) AND ($4::text IS NULL OR queue = $4)';
   const { rows } = await db.query<{ at: Date; waiting: number }>({
     name: 'historyBacklogPerMinute',
-    text: `WITH r AS (${liveFrom('jobs')}), candidates AS (
-             -- One branch per open state's partial index (0003, 0016): an IN list of the four
-             -- matched none of them and read the whole table.
-             SELECT id, created_at, run_at, started_at, finished_at FROM jobs
-              WHERE state = 'available'
-                AND ($3::text IS NULL OR tenant_id = $3) AND ($4::text IS NULL OR queue = $4)
-             UNION
-             SELECT id, created_at, run_at, started_at, finished_at FROM jobs
-              WHERE state IN ('scheduled', 'failed')
-                AND ($3::text IS NULL OR tenant_id = $3) AND ($4::text IS NULL OR queue = $4)
-             UNION
-             SELECT id, created_at, run_at, started_at, finished_at FROM jobs
-              WHERE state = 'running' AND lease_expires_at IS NOT NULL
-                AND ($3::text IS NULL OR tenant_id = $3) AND ($4::text IS NULL OR queue = $4)
-             UNION
-             SELECT id, created_at, run_at, started_at, finished_at FROM jobs
-              WHERE state IN ('succeeded', 'dead', 'cancelled') AND finished_at >= (SELECT live_from FROM r)
-                AND ($3::text IS NULL OR tenant_id = $3) AND ($4::text IS NULL OR queue = $4)
-           ), spans AS (
-             SELECT greatest(created_at, run_at) AS due,
-                    CASE WHEN started_at >= greatest(created_at, run_at) THEN started_at
-                         WHEN finished_at >= greatest(created_at, run_at) THEN finished_at END AS gone
-               FROM candidates
-           ), events AS (
-             SELECT due AS t, 1 AS d FROM spans WHERE gone IS NULL OR gone > due
-             UNION ALL
-             SELECT gone, -1 FROM spans WHERE gone > due
-           ), start AS (
+    text: `WITH r AS (${liveFrom('jobs')}), ${backlogEvents('', filter, '(SELECT live_from FROM r)')}, start AS (
              SELECT date_trunc('minute', live_from) AS at FROM r
            ), per_minute AS (
              SELECT date_trunc('minute', t) AS m, sum(d) AS d FROM events, start
@@ -200,4 +174,35 @@ export async function historyBacklogPerMinute(
     values: [range.from, range.to, range.tenantId ?? null, range.queue ?? null],
   });
   return rows;
+}
+
+/**
+ * The CTEs `candidates, spans, events` of the backlog's steps, as historyBacklogPerMinute describes
+ * them, over the jobs matching `where` that can have waited since `finishedSince` (the open ones and
+ * those finished since): each job adds +1 at `t` when it starts waiting and -1 when it stops.
+ * `keys` are columns carried through (with a trailing comma), for a count per queue and tenant
+ * (history-rollup.ts). The branches' states are disjoint, one per open state's partial index
+ * (0003, 0016): an IN list of the four matched none of them and read the whole table.
+ */
+export function backlogEvents(keys: string, where: string, finishedSince: string): string {
+  const columns = `${keys} created_at, run_at, started_at, finished_at`;
+  return `candidates AS (
+             SELECT ${columns} FROM jobs WHERE state = 'available' AND ${where}
+             UNION ALL
+             SELECT ${columns} FROM jobs WHERE state IN ('scheduled', 'failed') AND ${where}
+             UNION ALL
+             SELECT ${columns} FROM jobs WHERE state = 'running' AND lease_expires_at IS NOT NULL AND ${where}
+             UNION ALL
+             SELECT ${columns} FROM jobs
+              WHERE state IN ('succeeded', 'dead', 'cancelled') AND finished_at >= ${finishedSince} AND ${where}
+           ), spans AS (
+             SELECT ${keys} greatest(created_at, run_at) AS due,
+                    CASE WHEN started_at >= greatest(created_at, run_at) THEN started_at
+                         WHEN finished_at >= greatest(created_at, run_at) THEN finished_at END AS gone
+               FROM candidates
+           ), events AS (
+             SELECT ${keys} due AS t, 1 AS d FROM spans WHERE gone IS NULL OR gone > due
+             UNION ALL
+             SELECT ${keys} gone, -1 FROM spans WHERE gone > due
+           )`;
 }
