@@ -8,6 +8,7 @@ import { ID_MAX, ID_MIN } from './id-bounds.ts';
 import type { Fence } from './occurrences.ts';
 import type { Pool, Queryable } from './pool.ts';
 import { partitionChangeFenced } from './partition-change.ts';
+import { SliceListKept, sliceWindows, type SliceWindow } from './slice-windows.ts';
 
 /**
  * Ids per slice. 10 million: 5.5 hours at the source document's 500 jobs a second, so the default 7
@@ -163,61 +164,33 @@ async function emptySlices(db: Queryable, slices: readonly JobSlice[]): Promise<
 }
 
 /** A range of ids, [from, to); null: unbounded on that side. */
-export interface IdWindow {
-  from: number | null;
-  to: number | null;
-}
+export type IdWindow = SliceWindow<number>;
 
 /**
  * The id ranges a newest-first read of succeeded jobs takes in turn, below `below` (exclusive): the
  * newest 2 slices (the newest is attached half a slice ahead of the ids, so it is mostly empty),
- * then the next 4, the next 8, … down to no lower bound, each given to PostgreSQL as bounds its
- * plan prunes the other slices by. A page read across all slices at once plans and starts every
- * slice (16 ms for a page of 50 with 130 slices); a page that fills in the newest slices plans two.
- * The ranges meet end to end, so a slice dropped or attached since the list was read leaves no id
- * unread.
+ * then the next 4, the next 8, … down to no lower bound (sliceWindows). A page read across all
+ * slices at once plans and starts every slice (16 ms for a page of 50 with 130 slices); a page that
+ * fills in the newest slices plans two.
  */
 export async function jobSliceWindows(db: Queryable, below: number | null): Promise<IdWindow[]> {
-  const starts = (await sliceStarts(db))
-    .filter((from) => below === null || (from ?? -Infinity) < below)
-    .reverse();
-  const windows: IdWindow[] = [];
-  let to: number | null = below;
-  for (let taken = 0, group = 2; taken < starts.length; taken += group, group *= 2) {
-    const from = starts[Math.min(starts.length, taken + group) - 1] ?? null;
-    windows.push({ from, to });
-    to = from;
-  }
-  const last = windows.at(-1);
-  if (last === undefined) windows.push({ from: null, to });
-  else last.from = null;
-  return windows;
+  const starts = (await sliceStarts(db)).filter((from) => below === null || (from ?? -Infinity) < below);
+  return sliceWindows(starts, below, 2);
 }
 
-/**
- * The slices, oldest first, the default partition left out, read again after SLICE_LIST_MS (or now
- * when `fresh`): reading the catalog takes 1.4 ms with 130 slices, as long as a page. A list older
- * than that only makes a range span more or fewer slices than meant.
- */
-async function slicesRead(db: Queryable, fresh = false): Promise<BoundedSlice[]> {
-  const kept = slicesKept.get(db);
-  if (!fresh && kept !== undefined && Date.now() - kept.at < SLICE_LIST_MS) return kept.slices;
-  const slices = (await jobSliceList(db)).filter((s): s is BoundedSlice => s.to !== null);
-  slicesKept.set(db, { at: Date.now(), slices });
-  return slices;
-}
-
-const SLICE_LIST_MS = 10_000;
-const slicesKept = new WeakMap<Queryable, { at: number; slices: BoundedSlice[] }>();
+/** The slices, oldest first, the default partition left out. */
+const slicesKept = new SliceListKept(async (db) =>
+  (await jobSliceList(db)).filter((s): s is BoundedSlice => s.to !== null),
+);
 
 /** Drops the slice list kept for `db`, after a change of the slices made through it. */
 export function jobSliceListForget(db: Queryable): void {
-  slicesKept.delete(db);
+  slicesKept.forget(db);
 }
 
 /** The slices' first ids (null: the first slice's MINVALUE), oldest first. */
 async function sliceStarts(db: Queryable): Promise<(number | null)[]> {
-  return (await slicesRead(db)).map((s) => s.from);
+  return (await slicesKept.get(db)).map((s) => s.from);
 }
 
 /**
@@ -229,7 +202,7 @@ async function sliceStarts(db: Queryable): Promise<(number | null)[]> {
 export async function jobSliceOldestCreated(db: Queryable): Promise<Date | null> {
   // A slice attached since the list was read is the newest: looked for only when the rest are empty.
   for (const fresh of [false, true]) {
-    for (const s of await slicesRead(db, fresh)) {
+    for (const s of await slicesKept.get(db, fresh)) {
       const at = await sliceFirstCreated(db, s.name);
       if (at !== null) return at;
     }
@@ -252,8 +225,8 @@ async function sliceFirstCreated(db: Queryable, name: string): Promise<Date | nu
 
 /**
  * The end of the slice that holds id `afterId + 1`: the next slice's first id, or null for the last
- * slice (the default partition beyond it has no end). From the slice list read at most every
- * SLICE_LIST_MS; an older list only makes the range longer or shorter than the slice.
+ * slice (the default partition beyond it has no end). From the slice list read at most every 10 s
+ * (SliceListKept); an older list only makes the range longer or shorter than the slice.
  */
 export async function jobSliceEndAfter(db: Queryable, afterId: number): Promise<number | null> {
   const next = (await sliceStarts(db)).find((from) => from !== null && from > afterId + 1);
@@ -261,13 +234,13 @@ export async function jobSliceEndAfter(db: Queryable, afterId: number): Promise<
 }
 
 /**
- * The slice that holds id `afterId + 1`, from the slice list read at most every SLICE_LIST_MS; null
+ * The slice that holds id `afterId + 1`, from the slice list read at most every 10 s; null
  * when none does (the default partition's ids, or a slice dropped since).
  */
 export async function jobSliceAt(db: Queryable, afterId: number): Promise<BoundedSlice | null> {
   const id = afterId + 1;
   const holds = (s: BoundedSlice): boolean => (s.from ?? -Infinity) <= id && id < s.to;
-  return (await slicesRead(db)).find(holds) ?? null;
+  return (await slicesKept.get(db)).find(holds) ?? null;
 }
 
 /** Bounds of an IdWindow as two bigint parameters; the cursor-less ends become the type's limits. */

@@ -11,7 +11,9 @@
  */
 import { arrayElement, arrayLiteral } from './array-literal.ts';
 import { jobEndedCountsAdd } from './job-ended-counts.ts';
+import { occurrenceSliceWindows } from './occurrence-slices.ts';
 import type { Queryable } from './pool.ts';
+import type { SliceWindow } from './slice-windows.ts';
 
 export type OccurrenceState = 'enqueued' | 'skipped' | 'missed';
 /**
@@ -278,44 +280,71 @@ export interface OccurrenceRow {
   scheduleVersion: number | null;
 }
 
-/** A schedule's ledger, newest first, one keyset page at a time. */
+/**
+ * A schedule's ledger, newest first, one keyset page at a time: the ledger's slices a range at a time
+ * (occurrenceSliceWindows), newest first, until the page is full. The range's bounds prune the other
+ * slices as the statement starts, its cached generic plan too, so they are neither planned nor read.
+ */
 export async function occurrenceListBySchedule(
   db: Queryable,
   scheduleId: string,
   before: Date | null,
   limit: number,
 ): Promise<OccurrenceRow[]> {
-  const { rows } = await db.query<{
-    id: number;
-    schedule_id: string;
-    fire_at: Date;
-    state: OccurrenceState;
-    source: OccurrenceSource;
-    materialised_at: Date;
-    lag_ms: number;
-    epoch: number | null;
-    job_id: number | null;
-    reason: string | null;
-    schedule_version: number | null;
-  }>({
-    name: 'occurrenceListBySchedule',
+  const rows: LedgerRow[] = [];
+  for (const w of await occurrenceSliceWindows(db, before)) {
+    rows.push(...(await ledgerPage(db, scheduleId, w, limit - rows.length)));
+    if (rows.length === limit) break;
+  }
+  return rows.map(ledgerRow);
+}
+
+interface LedgerRow {
+  id: number;
+  schedule_id: string;
+  fire_at: Date;
+  state: OccurrenceState;
+  source: OccurrenceSource;
+  materialised_at: Date;
+  lag_ms: number;
+  epoch: number | null;
+  job_id: number | null;
+  reason: string | null;
+  schedule_version: number | null;
+}
+
+/** The newest `limit` occurrences of a schedule that fired in `w`. */
+async function ledgerPage(
+  db: Queryable,
+  scheduleId: string,
+  w: SliceWindow<Date>,
+  limit: number,
+): Promise<LedgerRow[]> {
+  const inWindow = `fire_at >= coalesce($2::timestamptz, '-infinity') AND fire_at < coalesce($3::timestamptz, 'infinity')`;
+  const { rows } = await db.query<LedgerRow>({
+    // Named: planned afresh each time, a page took 1.97 ms against 0.67 ms from the cached plan.
+    name: 'occurrenceLedgerPage',
     // One branch per source, each the predicate of one of the two partial (schedule_id, fire_at)
     // indexes (0002): a query naming neither can use neither, and read the whole ledger instead.
     text: `SELECT id, schedule_id, fire_at, state, CASE WHEN backfill THEN 'backfill' ELSE source END AS source,
-                  materialised_at,
-                  (extract(epoch FROM materialised_at - fire_at) * 1000)::float8 AS lag_ms,
-                  epoch, job_id, reason, schedule_version
-             FROM ((SELECT * FROM occurrences
-                     WHERE schedule_id = $1 AND source = 'schedule' AND fire_at < coalesce($2::timestamptz, 'infinity')
-                     ORDER BY fire_at DESC, id DESC LIMIT $3)
-                   UNION ALL
-                   (SELECT * FROM occurrences
-                     WHERE schedule_id = $1 AND source = 'trigger' AND fire_at < coalesce($2::timestamptz, 'infinity')
-                     ORDER BY fire_at DESC, id DESC LIMIT $3)) o
-            ORDER BY fire_at DESC, id DESC LIMIT $3`,
-    values: [scheduleId, before, limit],
+            materialised_at,
+            (extract(epoch FROM materialised_at - fire_at) * 1000)::float8 AS lag_ms,
+            epoch, job_id, reason, schedule_version
+       FROM ((SELECT * FROM occurrences
+               WHERE schedule_id = $1 AND source = 'schedule' AND ${inWindow}
+               ORDER BY fire_at DESC, id DESC LIMIT $4)
+             UNION ALL
+             (SELECT * FROM occurrences
+               WHERE schedule_id = $1 AND source = 'trigger' AND ${inWindow}
+               ORDER BY fire_at DESC, id DESC LIMIT $4)) o
+      ORDER BY fire_at DESC, id DESC LIMIT $4`,
+    values: [scheduleId, w.from, w.to, limit],
   });
-  return rows.map((r) => ({
+  return rows;
+}
+
+function ledgerRow(r: LedgerRow): OccurrenceRow {
+  return {
     id: r.id,
     scheduleId: r.schedule_id,
     fireAt: r.fire_at,
@@ -327,7 +356,7 @@ export async function occurrenceListBySchedule(
     jobId: r.job_id,
     reason: r.reason,
     scheduleVersion: r.schedule_version,
-  }));
+  };
 }
 
 /**
