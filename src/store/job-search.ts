@@ -111,7 +111,8 @@ export async function jobSearch(db: Queryable, f: JobSearchFilter): Promise<JobS
     });
     return { rows, next: rows.length === f.limit ? (rows.at(-1)?.id ?? null) : null, cutShort: false };
   }
-  // Unnamed statements: each is planned with its range's bounds, which prune the other slices.
+  // The range's bounds prune the other slices as each statement starts, its cached generic plan
+  // too. Named: planned afresh each time, a first page took 1.72 ms against 1.30 ms beside 8 days.
   const below = f.beforeId ?? null;
   const windows = SLICED.has(f.state) ? await jobSliceWindows(db, below) : [{ from: null, to: below }];
   const inWindow = `id >= $7::bigint AND id < $10::bigint`;
@@ -122,11 +123,12 @@ export async function jobSearch(db: Queryable, f: JobSearchFilter): Promise<JobS
     const [from, to] = idWindowBounds(w);
     const windowValues = [...values.slice(0, 6), from, want, values[8], to];
     if (!residual) {
-      const { rows } = await db.query<JobRow>(
-        `SELECT ${JOB_COLUMNS} FROM jobs WHERE ${indexed ?? 'true'} AND ${matches} AND ${inWindow}
+      const { rows } = await db.query<JobRow>({
+        name: `jobSearchWindow:${f.state}`,
+        text: `SELECT ${JOB_COLUMNS} FROM jobs WHERE ${indexed ?? 'true'} AND ${matches} AND ${inWindow}
           ORDER BY id DESC LIMIT $8`,
-        windowValues,
-      );
+        values: windowValues,
+      });
       found.push(...rows);
       if (found.length === f.limit) return { rows: found, next: found.at(-1)?.id ?? null, cutShort: false };
       continue;
