@@ -38,7 +38,8 @@
  * (paired, in the catch-up's trials: the week's role finds nothing due between drops of whole
  * slices), comparing the jobs sent in each kind of window: the same run with and without pruning, as
  * the week's target reads. The statements behind the API's list endpoints and the dashboard's
- * overview and history run first, before any measurement adds jobs to the newest slices, on base and
+ * overview and history (its last three hours rolled up per minute, as a running maintenance role
+ * leaves them) run first, before any measurement adds jobs to the newest slices, on base and
  * history alternately, run by run (median of 20 each), and each reports the pages it touched, which
  * the machine's load does not change. Then the maintenance role runs until a pass deletes less than a
  * batch, and the bench reports the rate it sustained and the disk use left. Last, enqueue → start in
@@ -258,6 +259,11 @@ async function prepare(kind: 'base' | 'twin' | 'history'): Promise<Db> {
     const spanMs = (DAYS * DAY_MS * n) / N;
     await sliceLedger(db, new Date(newest.getTime() - spanMs), newest);
     loaded = await loadHistory(db, n, spanMs, newest);
+    // A running role has rolled the charts' minutes up as they passed (store/history-rollup.ts);
+    // its first pass below rolls the loaded history's last three hours, what a roll reaches back.
+    await db.pool.query(
+      `UPDATE history_rolled SET back_to = date_trunc('minute', now() - interval '3 hours')`,
+    );
     await db.pool.query(`COMMENT ON DATABASE ${db.name} IS 'tidemark bench history: loaded'`);
   } else {
     const { rows } = await db.pool.query<{ c: string | null }>(
@@ -1008,12 +1014,17 @@ export const bench: Bench = async () => {
         pruned.spans.some((p) => p.from < x.sentMs + x.ms && p.to > x.sentMs);
       const during = catchUpSamples.filter(ran).map((x) => x.ms);
       const outside = catchUpSamples.filter((x) => !ran(x)).map((x) => x.ms);
+      // Split by send time alone: a slow job spans more time, so it meets a statement more often.
+      const sent = (x: LatencySample): boolean =>
+        pruned.spans.some((p) => p.from <= x.sentMs && x.sentMs < p.to);
+      const sentDuring = catchUpSamples.filter(sent).map((x) => x.ms);
+      const sentOutside = catchUpSamples.filter((x) => !sent(x)).map((x) => x.ms);
       rows.push({
         group: 'history',
         name: `enqueue → start while catching up, jobs sent while a pruning statement ran against the rest`,
         value: `p99 ${fmt(percentile(during, 99), 2)} ms during, ${fmt(percentile(outside, 99), 2)} ms outside`,
         target: '≤ 1.1× outside',
-        note: `p99 ${fmt(percentile(during, 99) / percentile(outside, 99), 2)}×, p50 ${fmt(median(during), 2)} / ${fmt(median(outside), 2)} ms; ${during.length.toLocaleString('en')} jobs sent during a statement, ${outside.length.toLocaleString('en')} outside, in the ${TRIALS} latency trials of the catch-up column`,
+        note: `p99 ${fmt(percentile(during, 99) / percentile(outside, 99), 2)}×, p50 ${fmt(median(during), 2)} / ${fmt(median(outside), 2)} ms; ${during.length.toLocaleString('en')} jobs sent during a statement, ${outside.length.toLocaleString('en')} outside, in the ${TRIALS} latency trials of the catch-up column; sent during a statement (not only waiting through one): p99 ${fmt(percentile(sentDuring, 99) / percentile(sentOutside, 99), 2)}× (${fmt(percentile(sentDuring, 99), 2)} / ${fmt(percentile(sentOutside, 99), 2)} ms, ${sentDuring.length.toLocaleString('en')} jobs)`,
       });
     }
     if (ONLY.has('paired')) {

@@ -14,7 +14,11 @@ import { WorkflowClient } from './workflow/workflow-client.ts';
 export interface ClientOptions {
   /** PostgreSQL URL; ignored when `pool` is given. */
   connectionString?: string;
-  /** Share a pool the application already has; the client then does not end it on close. */
+  /**
+   * Share a pool the application already has; the client then does not end it on close. Tidemark's
+   * own pools connect with `options: '-c jit=off -c max_parallel_workers_per_gather=0'`
+   * (docs/production.md, Connections); give yours the same.
+   */
   pool?: Pool;
   /**
    * For tests: schedule fire times count from this clock instead of the database's (the default,

@@ -46,6 +46,18 @@ const ROLE_IDLE_TIMEOUT_MS = 300_000;
 // so reading them as numbers keeps every row type plain.
 pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
 
+/**
+ * The settings every Tidemark connection starts with (docs/production.md, Connections).
+ *
+ * No JIT: our statements are short OLTP ones, but the planner's estimates for a 1,000-row claim
+ * (fair share over an estimated 100 tenants) pass jit_above_cost, and compiling then costs more
+ * than running: one claim of 1,000 spent 241 of its 332 ms compiling, and a drain ran about
+ * twice as fast with JIT off. No parallel workers, for the same reason: a range bounded by a
+ * value read in the statement is estimated at a third of the table, and the charts' backlog
+ * read beside 10 million jobs started two workers to read none (65-88 ms against 2-3 ms).
+ */
+export const CONNECTION_OPTIONS = '-c jit=off -c max_parallel_workers_per_gather=0';
+
 export function createPool(options: PoolOptions): Pool {
   const pool = new pg.Pool({
     connectionString: options.connectionString,
@@ -55,11 +67,7 @@ export function createPool(options: PoolOptions): Pool {
     keepAlive: true,
     keepAliveInitialDelayMillis: options.keepAliveInitialDelayMs ?? DEFAULT_KEEPALIVE_INITIAL_DELAY_MS,
     ...(options.idleTimeoutMs === undefined ? {} : { idleTimeoutMillis: options.idleTimeoutMs }),
-    // No JIT: our statements are short OLTP ones, but the planner's estimates for a 1,000-row claim
-    // (fair share over an estimated 100 tenants) pass jit_above_cost, and compiling then costs more
-    // than running: one claim of 1,000 spent 241 of its 332 ms compiling, and a drain ran about
-    // twice as fast with JIT off.
-    options: '-c jit=off',
+    options: CONNECTION_OPTIONS,
   });
   // An idle client losing its connection (server restart, network cut) must not crash the process;
   // the next query on the pool gets a fresh connection or a real error.
