@@ -2,7 +2,7 @@
  * The dashboard's charts (GET /v1/history) at the source document's rate: BENCH_CHARTS_HOURS hours
  * (default 3, the overview's window) of jobs, attempts and occurrences at 500 a second up to now,
  * written by generate_series (bench/history.ts's loadHistory), then each of the history's three
- * reads over that window from the per-minute rollups the maintenance role keeps
+ * reads, and GET /v1/lateness's, over that window from the per-minute rollups the maintenance role keeps
  * (store/history-rollup.ts) and, for the minutes after its last roll, the rows. Beside it: the same
  * history counted from the rows, as without a maintenance role, and the same read of a database
  * that holds only the newest BASE_MINUTES at that rate, ending at the same instant (a read of the
@@ -18,6 +18,7 @@ import {
   type HistoryRange,
 } from '../src/store/history.ts';
 import { historyRollJobs, historyRollLag, type RollDirection } from '../src/store/history-rollup.ts';
+import { occurrenceLatenessPerMinute } from '../src/store/occurrence-rollup.ts';
 import { jobSliceAttach } from '../src/store/job-slices.ts';
 import { withTransaction, type Pool } from '../src/store/pool.ts';
 import { benchDatabase, type BenchDatabase } from './db.ts';
@@ -67,9 +68,13 @@ async function rollAll(pool: Pool, direction: RollDirection): Promise<Roll[]> {
 
 type Read = [string, (pool: Pool, range: HistoryRange) => Promise<unknown>];
 const READS: Read[] = [
-  ['lateness per minute', (pool, range) => historyLagPerMinute(pool, range)],
-  ['finished per minute', (pool, range) => historyThroughputPerMinute(pool, range)],
-  ['backlog per minute', (pool, range) => historyBacklogPerMinute(pool, range)],
+  ['GET /v1/history: lateness per minute', (pool, range) => historyLagPerMinute(pool, range)],
+  ['GET /v1/history: finished per minute', (pool, range) => historyThroughputPerMinute(pool, range)],
+  ['GET /v1/history: backlog per minute', (pool, range) => historyBacklogPerMinute(pool, range)],
+  [
+    'GET /v1/lateness: occurrences per minute',
+    (pool, range) => occurrenceLatenessPerMinute(pool, { ...range, limit: 1_440 }),
+  ],
 ];
 
 async function readMs(pool: Pool, read: Read[1], range: HistoryRange, runs: number): Promise<number> {
@@ -134,7 +139,7 @@ export const bench: Bench = async () => {
       const [history = Number.NaN, short = Number.NaN] = rolled[i] ?? [];
       rows.push({
         group: 'charts',
-        name: `GET /v1/history: ${name}, ${HOURS} h at ${RATE} jobs/s, from the rollups`,
+        name: `${name}, ${HOURS} h at ${RATE} jobs/s, from the rollups`,
         value: `${history.toFixed(1)} ms`,
         note: `median of ${RUNS}; counted from the rows, as without a maintenance role: ${Math.round(live[i] ?? 0)} ms (median of ${LIVE_RUNS}); ${BASE_MINUTES} min at that rate: ${short.toFixed(1)} ms`,
       });

@@ -76,11 +76,15 @@ export async function historyRollJobs(pool: Pool, direction: RollDirection): Pro
   });
 }
 
+/** lag_minutes' columns beside the scheduled occurrences' percentiles: GET /v1/lateness's (0041). */
+const LATENESS_COLUMNS = 'triggered, skipped, missed, late, lag_sum_s, lag_max_s';
+
 /**
  * Rolls up the next minutes of fire time `direction` takes, at most ROLL_MINUTES: settled once the
  * jobs' are and every schedule not paused has materialised its occurrences past them (its next fire time
  * is later; the scheduler advances it in the statement that writes the occurrence). A scheduler
- * behind holds the lateness rollup back, so its late occurrences are counted where they fired.
+ * behind holds the lateness rollup back, so its late occurrences are counted where they fired. Only
+ * trigger-now and backfill write into a minute rolled up; they add themselves (occurrenceMaterialise).
  */
 export async function historyRollLag(pool: Pool, direction: RollDirection): Promise<Rolled> {
   return withTransaction(pool, async (tx) => {
@@ -95,17 +99,24 @@ export async function historyRollLag(pool: Pool, direction: RollDirection): Prom
     if (to > from) {
       await tx.query({
         name: 'historyRollLag',
-        text: `INSERT INTO lag_minutes (minute, tenant_id, scheduled, p50_s, p99_s)
+        text: `INSERT INTO lag_minutes (minute, tenant_id, scheduled, p50_s, p99_s, ${LATENESS_COLUMNS})
                SELECT date_trunc('minute', o.fire_at),
                       CASE WHEN grouping(s.tenant_id) = 1 THEN '' ELSE s.tenant_id END,
-                      count(*),
-                      percentile_cont(0.5) WITHIN GROUP (ORDER BY l.s),
-                      percentile_cont(0.99) WITHIN GROUP (ORDER BY l.s)
+                      count(*) FILTER (WHERE l.scheduled),
+                      coalesce(percentile_cont(0.5) WITHIN GROUP (ORDER BY l.s) FILTER (WHERE l.scheduled), 0),
+                      coalesce(percentile_cont(0.99) WITHIN GROUP (ORDER BY l.s) FILTER (WHERE l.scheduled), 0),
+                      count(*) FILTER (WHERE o.state = 'enqueued' AND NOT l.scheduled),
+                      count(*) FILTER (WHERE o.state = 'skipped'),
+                      count(*) FILTER (WHERE o.state = 'missed'),
+                      count(*) FILTER (WHERE l.scheduled AND o.materialised_at - o.fire_at > interval '2 seconds'),
+                      coalesce(sum(l.s) FILTER (WHERE l.scheduled), 0),
+                      coalesce(max(l.s) FILTER (WHERE l.scheduled), 0)
                  FROM occurrences o
                  LEFT JOIN schedules s ON s.id = o.schedule_id
-                CROSS JOIN LATERAL (SELECT greatest(0, extract(epoch FROM o.materialised_at - o.fire_at)) AS s) l
-                WHERE o.fire_at >= $1 AND o.fire_at < $2 AND o.state = 'enqueued' AND o.source = 'schedule'
-                  AND NOT o.backfill AND ${notSummed('o', 'minutes')}
+                CROSS JOIN LATERAL (
+                  SELECT greatest(0, extract(epoch FROM o.materialised_at - o.fire_at))::float8 AS s,
+                         o.state = 'enqueued' AND o.source = 'schedule' AND NOT o.backfill AS scheduled) l
+                WHERE o.fire_at >= $1 AND o.fire_at < $2 AND ${notSummed('o', 'minutes')}
                 GROUP BY GROUPING SETS ((date_trunc('minute', o.fire_at), s.tenant_id), (date_trunc('minute', o.fire_at)))
                -- An occurrence whose schedule is gone counts for all tenants only, as a live read does.
                HAVING grouping(s.tenant_id) = 1 OR s.tenant_id IS NOT NULL`,

@@ -43,7 +43,7 @@ export async function historyLagPerMinute(db: Queryable, range: HistoryRange): P
            SELECT minute AS at, scheduled AS count, p50_s AS p50, p99_s AS p99, true AS exact
              FROM lag_minutes, r
             WHERE r.rolled AND minute >= date_trunc('minute', $1::timestamptz) AND minute < least($2, r.upto)
-              AND tenant_id = coalesce($3, '')
+              AND tenant_id = coalesce($3, '') AND scheduled > 0
            UNION ALL
            SELECT date_trunc('minute', o.fire_at), count(*)::int,
                   percentile_cont(0.5) WITHIN GROUP (ORDER BY l.s)::float8,
@@ -72,7 +72,7 @@ export async function historyLagPerMinute(db: Queryable, range: HistoryRange): P
  * A window that starts before the rollup's first minute is read from the rows whole. A rolled minute
  * counts whole, also the one the window starts in.
  */
-function liveFrom(kind: 'jobs' | 'lag'): string {
+export function liveFrom(kind: 'jobs' | 'lag'): string {
   return `SELECT $1::timestamptz >= ${kind}_since AS rolled, ${kind}_upto AS upto,
                  CASE WHEN $1::timestamptz >= ${kind}_since THEN greatest($1::timestamptz, ${kind}_upto)
                       ELSE $1::timestamptz END AS live_from

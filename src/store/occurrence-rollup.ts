@@ -4,6 +4,7 @@
  * the two (the pruning statement moves it; a slice summed in steps is left out of the ledger's side
  * as it goes), so the sums are exact across the retention boundary.
  */
+import { liveFrom } from './history.ts';
 import type { Queryable } from './pool.ts';
 
 export interface LatenessBucket {
@@ -116,8 +117,10 @@ export function rollupAdd(table: string, keyColumns: string, keyExpressions: str
 }
 
 /**
- * Lateness per minute of fire time in [from, to), all tenants (undefined) or one: the rollup's
- * primary-key range and the ledger's (fire_at, id) range. At most `limit` minutes, oldest first.
+ * Lateness per minute of fire time in [from, to), all tenants (undefined) or one, at most `limit`
+ * minutes, oldest first: the minutes the maintenance role has rolled up from lag_minutes
+ * (history-rollup.ts), the rest from retention's rollup and the ledger's rows, each by its primary
+ * key or (fire_at, id) range. A minute is in one of the three, never two, as in historyLagPerMinute.
  */
 export async function occurrenceLatenessPerMinute(
   db: Queryable,
@@ -125,15 +128,21 @@ export async function occurrenceLatenessPerMinute(
 ): Promise<LatenessBucket[]> {
   const { rows } = await db.query<BucketRow>({
     name: 'occurrenceLatenessPerMinute',
-    text: `SELECT at, ${SUMS} FROM (
+    text: `WITH r AS (${liveFrom('lag')})
+           SELECT at, ${SUMS} FROM (
+             SELECT minute AS at, scheduled, triggered, skipped, missed, late, lag_sum_s, lag_max_s
+               FROM lag_minutes, r
+              WHERE r.rolled AND minute >= date_trunc('minute', $1::timestamptz) AND minute < least($2, r.upto)
+                AND tenant_id = coalesce($3, '')
+             UNION ALL
              SELECT minute AS at, scheduled, triggered, skipped, missed, late, lag_sum_s, lag_max_s
                FROM occurrence_minutes
-              WHERE minute >= date_trunc('minute', $1::timestamptz) AND minute < $2
+              WHERE minute >= date_trunc('minute', (SELECT live_from FROM r)) AND minute < $2
                 AND ($3::text IS NULL OR tenant_id = $3)
              UNION ALL
              SELECT date_trunc('minute', o.fire_at), ${LIVE_COLUMNS}
                FROM occurrences o
-              WHERE o.fire_at >= $1 AND o.fire_at < $2 AND ${notSummed('o', 'minutes')}
+              WHERE o.fire_at >= (SELECT live_from FROM r) AND o.fire_at < $2 AND ${notSummed('o', 'minutes')}
                 -- A tenant's read looks up each row's schedule by primary key; an admin's reads none.
                 AND ($3::text IS NULL OR (SELECT s.tenant_id FROM schedules s WHERE s.id = o.schedule_id) = $3)
               GROUP BY 1

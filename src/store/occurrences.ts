@@ -186,7 +186,28 @@ export async function occurrenceMaterialise(
                FROM input
              ORDER BY schedule_id, fire_at
              ON CONFLICT DO NOTHING
-             RETURNING schedule_id, fire_at, source, job_id
+             RETURNING schedule_id, fire_at, source, job_id, state
+           ), rolled AS (
+             -- Trigger-now and backfill are the only writers that reach a minute the lateness rollup
+             -- holds (a roll waits for every schedule's next fire time), and add themselves to it.
+             -- FOR SHARE: a roll running meanwhile commits first and this statement sees where it
+             -- ended (its rows are not in it), or the roll waits for this one and counts them itself.
+             SELECT lag_since, lag_upto FROM history_rolled
+              WHERE EXISTS (SELECT 1 FROM input WHERE source <> 'schedule')
+              FOR SHARE
+           ), rolled_add AS (
+             INSERT INTO lag_minutes AS m (minute, tenant_id, scheduled, p50_s, p99_s, triggered, skipped, missed)
+             SELECT date_trunc('minute', o.fire_at), t.tenant_id, 0, 0, 0, count(*) FILTER (WHERE o.state = 'enqueued'),
+                    count(*) FILTER (WHERE o.state = 'skipped'), count(*) FILTER (WHERE o.state = 'missed')
+               FROM occ o
+               JOIN input i ON i.schedule_id = o.schedule_id AND i.fire_at = o.fire_at AND i.stored_source = o.source
+              CROSS JOIN rolled r
+              CROSS JOIN LATERAL (VALUES (i.tenant_id), ('')) t (tenant_id)
+              WHERE i.source <> 'schedule' AND o.fire_at >= r.lag_since AND o.fire_at < r.lag_upto
+              GROUP BY 1, 2
+             ON CONFLICT (minute, tenant_id) DO UPDATE
+               SET triggered = m.triggered + EXCLUDED.triggered, skipped = m.skipped + EXCLUDED.skipped,
+                   missed = m.missed + EXCLUDED.missed
            ), job AS (
              -- The key is Tidemark's and unique by the occurrence's own (store/job-key.ts), so it is
              -- not held in job_keys: a row there per occurrence would be 43 million a day at 500/s.

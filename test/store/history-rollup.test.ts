@@ -3,7 +3,8 @@
  * over rolled minutes returns what the same read over the rows returns, for every filter, and goes
  * on returning it after retention deleted the rows; the lateness rollup waits for a scheduler that is
  * behind, so its late occurrences count where they fired; the last minute is left until it settles;
- * two replicas rolling at once roll each minute once; a database that had history when it migrated
+ * trigger-now and backfill into a rolled minute add themselves to it; two replicas rolling at once roll
+ * each minute once; a database that had history when it migrated
  * is rolled back, jobs three hours and lateness a day, and a roll of jobs that fell further behind
  * starts three hours back; the maintenance role rolls with retention off and deletes rollups two days
  * old. History is written straight to the tables, at minutes before the database's clock.
@@ -19,6 +20,8 @@ import {
   type HistoryRange,
 } from '../../src/store/history.ts';
 import { historyRollJobs, historyRollLag, type RollDirection } from '../../src/store/history-rollup.ts';
+import { occurrenceLatenessPerMinute } from '../../src/store/occurrence-rollup.ts';
+import { occurrenceMaterialise, type OccurrenceInput } from '../../src/store/occurrences.ts';
 import { createTestDatabase } from '../support/db.ts';
 
 const db = await createTestDatabase();
@@ -115,6 +118,8 @@ async function rollAll(direction: RollDirection = 'forward'): Promise<void> {
 
 interface Reads {
   lag: unknown[];
+  /** GET /v1/lateness's buckets. */
+  lateness: unknown[];
   throughput: unknown[];
   backlog: unknown[];
 }
@@ -131,6 +136,13 @@ async function reads(range: HistoryRange): Promise<Reads[]> {
   for (const f of FILTERS) {
     out.push({
       lag: f.queue === undefined ? await historyLagPerMinute(q, { ...range, tenantId: f.tenantId }) : [],
+      // Sums of lateness agree to the last bits only in the order they were added.
+      lateness:
+        f.queue === undefined
+          ? (await occurrenceLatenessPerMinute(q, { ...range, tenantId: f.tenantId, limit: 1_440 })).map(
+              (b) => ({ ...b, lagMeanS: Number(b.lagMeanS.toFixed(9)) }),
+            )
+          : [],
       throughput: await historyThroughputPerMinute(q, { ...range, ...f }),
       backlog: await historyBacklogPerMinute(q, { ...range, ...f }),
     });
@@ -203,6 +215,83 @@ test('rolled minutes read as the rows do, with every filter, and outlive the row
   assert.deepEqual(await reads(windows[0] as HistoryRange), before);
   const [gone] = await readsLive(windows[0] as HistoryRange);
   assert.deepEqual(gone?.lag, []);
+});
+
+test('trigger-now and backfill into a rolled minute add themselves to it', async () => {
+  await q.query(`DELETE FROM occurrences`);
+  await q.query(
+    `INSERT INTO occurrences (schedule_id, fire_at, state, materialised_at)
+     SELECT s, $1::timestamptz + i * interval '1 minute', 'enqueued',
+            $1::timestamptz + i * interval '1 minute' + i * interval '500 milliseconds'
+       FROM unnest(ARRAY['00000000-0000-0000-0000-00000000000a', '00000000-0000-0000-0000-00000000000b']::uuid[]) s,
+            generate_series(0, 9) i`,
+    [M],
+  );
+  await rollFrom(at(-10));
+  await rollAll();
+  assert.ok((await rolled()).lag_upto > at(10));
+  const { rows: versions } = await q.query<{ id: string; version: number }>(
+    `SELECT id, version FROM schedules`,
+  );
+  const item = (name: 'a' | 'b', fireAt: Date, source: 'backfill' | 'trigger'): OccurrenceInput => {
+    const scheduleId = `00000000-0000-0000-0000-00000000000${name}`;
+    return {
+      scheduleId,
+      version: versions.find((v) => v.id === scheduleId)?.version ?? 0,
+      fireAt,
+      state: 'enqueued',
+      reason: null,
+      runAt: fireAt,
+      idempotencyKey: `${source}:${scheduleId}:${fireAt.toISOString()}`,
+      source,
+      cancelPrevious: false,
+    };
+  };
+  const written = await occurrenceMaterialise(
+    q,
+    null,
+    [
+      item('a', new Date(at(3).getTime() + 30_000), 'backfill'),
+      item('b', new Date(at(4).getTime() + 15_000), 'trigger'),
+    ],
+    [],
+  );
+  assert.equal(written.inserted, 2);
+
+  const window = { from: at(-5), to: at(12) };
+  const [all, acme] = await reads(window);
+  const live = await readsLive(window);
+  assert.deepEqual(all?.lateness, live[0]?.lateness);
+  assert.deepEqual(acme?.lateness, live[1]?.lateness);
+  const buckets = (r: Reads | undefined): { at: Date; triggered: number }[] =>
+    (r?.lateness ?? []) as { at: Date; triggered: number }[];
+  assert.deepEqual(
+    buckets(all)
+      .filter((b) => b.triggered > 0)
+      .map((b) => b.at),
+    [at(3), at(4)],
+  );
+
+  // Backfills written while the minutes are being rolled are counted once, whichever commits first.
+  await rollFrom(at(-10));
+  await Promise.all([
+    rollAll(),
+    ...Array.from({ length: 20 }, (_, i) =>
+      occurrenceMaterialise(
+        q,
+        null,
+        [item('b', new Date(at(i % 10).getTime() + 20_000 + i * 1_000), 'backfill')],
+        [],
+      ),
+    ),
+  ]);
+  await rollAll();
+  const [raced] = await reads(window);
+  assert.deepEqual(raced?.lateness, (await readsLive(window))[0]?.lateness);
+  assert.equal(
+    buckets(raced).reduce((n, b) => n + b.triggered, 0),
+    22,
+  );
 });
 
 test('the lateness rollup waits for a scheduler that is behind, and counts its late occurrences where they fired', async () => {
