@@ -53,8 +53,8 @@ const slicesKept = new SliceListKept(occurrenceSliceList);
  * upper bound): the slice of the newest fire time, then the next 2, the next 4, … (sliceWindows).
  * Read across every slice at once, a page of a schedule's ledger starts each slice's index and
  * merges them (its default partition rules out an ordered Append): a page of 100 touched 168 pages
- * beside 13 slices, 114 beside 6 (120 and 114 a range at a time). The first range also holds the slices ahead of the clock and, without
- * `before`, the default partition; a clock off by a slice only moves a slice to another range.
+ * beside 13 slices. The first range also holds the slices ahead of the clock and, without `before`,
+ * the default partition; a clock off by a slice only moves a slice to another range.
  */
 export async function occurrenceSliceWindows(
   db: Queryable,

@@ -343,7 +343,7 @@ async function ledgerPage(
 ): Promise<LedgerRow[]> {
   const inWindow = `fire_at >= coalesce($2::timestamptz, '-infinity') AND fire_at < coalesce($3::timestamptz, 'infinity')`;
   const { rows } = await db.query<LedgerRow>({
-    // Named: planned afresh each time, a page took 1.97 ms against 0.67 ms from the cached plan.
+    // Named: planned afresh for each range, a page took three times as long.
     name: 'occurrenceLedgerPage',
     // One branch per source, each the predicate of one of the two partial (schedule_id, fire_at)
     // indexes (0002): a query naming neither can use neither, and read the whole ledger instead.
