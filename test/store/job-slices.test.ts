@@ -97,6 +97,42 @@ test('the maintenance role attaches the next slice before the ids reach it, and 
   }
 });
 
+/** The indexes of each of `tables`, by table, named by what they index (their definition past ON). */
+async function indexesOf(tables: string[]): Promise<Map<string, string[]>> {
+  const { rows } = await db.pool.query<{ tbl: string; def: string }>(
+    `SELECT tablename AS tbl, regexp_replace(indexdef, '^.* USING ', '') AS def
+       FROM pg_indexes WHERE tablename = ANY ($1) ORDER BY def`,
+    [tables],
+  );
+  const by = new Map<string, string[]>(tables.map((t) => [t, []]));
+  for (const r of rows) by.get(r.tbl)?.push(r.def);
+  return by;
+}
+
+test('a slice of succeeded jobs carries only the indexes succeeded jobs are read by (migration 0042)', async () => {
+  const slices = (await jobSliceList(db.pool)).map((s) => s.name);
+  // The first slice (migration 0030), the one the role attached above, and the default.
+  assert.ok(slices.length >= 3, slices.join());
+  const by = await indexesOf([...slices, 'jobs_open', 'jobs_ended']);
+  const done = [
+    "btree (finished_at) WHERE (state = ANY (ARRAY['succeeded'::text, 'dead'::text, 'cancelled'::text]))",
+    'btree (id, state)',
+  ];
+  for (const s of slices) assert.deepEqual(by.get(s), done, s);
+  const open = by.get('jobs_open') ?? [];
+  for (const state of ["'available'", "'running'", "'scheduled'", 'schedule_id IS NOT NULL']) {
+    assert.ok(
+      open.some((d) => d.includes(state)),
+      `jobs_open indexes ${state}: ${open.join('; ')}`,
+    );
+  }
+  assert.ok(!open.some((d) => d.includes("'dead'::text)") || d.includes("'cancelled'::text)")));
+  const ended = by.get('jobs_ended') ?? [];
+  assert.equal(ended.filter((d) => d.includes("(state = 'dead'::text)")).length, 2);
+  assert.equal(ended.filter((d) => d.includes("(state = 'cancelled'::text)")).length, 1);
+  assert.ok(!ended.some((d) => d.includes("'available'") || d.includes("'running'")));
+});
+
 test('a fence that no longer holds the lease attaches nothing', async () => {
   const before = await jobSliceList(db.pool);
   const end = Math.max(...before.map((s) => s.to ?? 0));
