@@ -1036,7 +1036,9 @@ export const bench: Bench = async () => {
             .filter((x) => pruned.spans.some((p) => p.kind === kind && p.from <= x.sentMs && x.sentMs < p.to))
             .map((x) => x.ms);
           const spans = pruned.spans.filter((p) => p.kind === kind).map((p) => p.to - p.from);
-          return `${kind}: ${ms.length} jobs, p99 ${fmt(percentile(ms, 99) / percentile(outside, 99), 2)}× (statements ${spans.length}, median ${fmt(median(spans), 1)} ms)`;
+          const ratio =
+            ms.length === 0 ? 'no p99' : `p99 ${fmt(percentile(ms, 99) / percentile(outside, 99), 2)}×`;
+          return `${kind}: ${ms.length} jobs, ${ratio} (statements ${spans.length}, median ${fmt(median(spans), 1)} ms)`;
         })
         .join('; ');
       rows.push({

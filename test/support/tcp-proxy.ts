@@ -89,6 +89,11 @@ export class TcpProxy {
     this.#cut = true;
   }
 
+  /** Whether bytes are being held now (after cut(), or once cutOn's marker arrived). */
+  get isCut(): boolean {
+    return this.#cut;
+  }
+
   /**
    * Cuts as the next client→server chunk holding `marker` (a statement's name) arrives, and holds
    * that chunk: the statement is surely in flight, where a cut at a moment of the test's choosing
