@@ -4,7 +4,10 @@
  * connection comes back by itself, so new work still wakes the worker without waiting for a poll.
  */
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, connect, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { Client } from '../../src/client.ts';
 import { createTestDatabase } from '../support/db.ts';
@@ -79,11 +82,17 @@ test('connections cut mid-job: the completion is retried and lands once; LISTEN 
   );
   await worker.waitFor(/worker \S+ ready/, 60_000);
 
-  const job = await client.jobs.enqueue({ queue: 'cut', kind: 'pause', payload: { ms: 800 } });
-  await worker.waitFor(new RegExp(`pausing ${job.id}`));
+  const dir = mkdtempSync(join(tmpdir(), 'tidemark-cut-'));
+  after(() => rmSync(dir, { recursive: true, force: true }));
+  const gate = join(dir, 'open');
+  const job = await client.jobs.enqueue({ queue: 'cut', kind: 'gate', payload: { file: gate } });
+  await worker.waitFor(new RegExp(`gated ${job.id}\\n`));
   proxy.cut();
-  await worker.waitFor(new RegExp(`paused ${job.id}`)); // finished while the database is unreachable
-  await new Promise((r) => setTimeout(r, 500));
+  writeFileSync(gate, '');
+  await worker.waitFor(new RegExp(`opened ${job.id}\\n`)); // finished while the database is unreachable
+  await waitUntil('a failed completion write', () =>
+    Promise.resolve(worker.stderr.includes('completion write failed')),
+  );
   assert.equal(await jobState(db.pool, job.id), 'running', 'the completion could not be written yet');
   proxy.restore();
 
