@@ -94,6 +94,7 @@ test('connections cut mid-job: the completion is retried and lands once; LISTEN 
     Promise.resolve(worker.stderr.includes('completion write failed')),
   );
   assert.equal(await jobState(db.pool, job.id), 'running', 'the completion could not be written yet');
+  const { rows: clock } = await db.pool.query<{ at: Date }>('SELECT clock_timestamp() AS at');
   proxy.restore();
 
   await waitUntil('succeeded', async () => (await jobState(db.pool, job.id)) === 'succeeded', 10_000);
@@ -102,8 +103,17 @@ test('connections cut mid-job: the completion is retried and lands once; LISTEN 
     ['succeeded'],
   );
 
-  // Polls are 10 s apart: a prompt start means the LISTEN connection is back.
-  await new Promise((r) => setTimeout(r, 1000));
+  // Polls are 10 s apart: a prompt start means the LISTEN connection is back. It is waited for by
+  // its session (opened since the restore, its LISTEN run), not for a fixed time.
+  await waitUntil('the LISTEN connection back', async () => {
+    const { rowCount } = await db.pool.query(
+      `SELECT 1 FROM pg_stat_activity
+        WHERE datname = current_database() AND application_name = 'tidemark-worker-listen'
+          AND backend_start > $1 AND state = 'idle' AND query LIKE 'LISTEN%'`,
+      [clock[0]?.at],
+    );
+    return (rowCount ?? 0) > 0;
+  });
   const next = await client.jobs.enqueue({ queue: 'cut', kind: 'pause', payload: { ms: 1 } });
   const t0 = Date.now();
   await waitUntil('next succeeded', async () => (await jobState(db.pool, next.id)) === 'succeeded', 15_000);
