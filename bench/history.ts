@@ -1017,24 +1017,24 @@ export const bench: Bench = async () => {
     if (ONLY.has('latency') && columns.includes('pruning')) {
       // The catch-up's jobs in one split: sent while one of its statements ran, or not. Counting
       // every job whose wait met a statement instead favours slow jobs, which span more time: that
-      // split is in the note.
-      const sent = (x: LatencySample): boolean =>
-        pruned.spans.some((p) => p.from <= x.sentMs && x.sentMs < p.to);
+      // split is in the note. `kind` narrows the statements to one kind.
+      const sentDuring = (x: LatencySample, kind?: string): boolean =>
+        pruned.spans.some(
+          (p) => (kind === undefined || p.kind === kind) && p.from <= x.sentMs && x.sentMs < p.to,
+        );
       const met = (x: LatencySample): boolean =>
         pruned.spans.some((p) => p.from < x.sentMs + x.ms && p.to > x.sentMs);
       const split = (f: (x: LatencySample) => boolean): [number[], number[]] => [
         catchUpSamples.filter(f).map((x) => x.ms),
         catchUpSamples.filter((x) => !f(x)).map((x) => x.ms),
       ];
-      const [during, outside] = split(sent);
+      const [during, outside] = split((x) => sentDuring(x));
       const [metDuring, metOutside] = split(met);
       // Which statements the jobs sent during one met: p99 per kind of statement, against outside.
       const kinds = [...new Set(pruned.spans.map((p) => p.kind))].sort();
       const byKind = kinds
         .map((kind) => {
-          const ms = catchUpSamples
-            .filter((x) => pruned.spans.some((p) => p.kind === kind && p.from <= x.sentMs && x.sentMs < p.to))
-            .map((x) => x.ms);
+          const ms = catchUpSamples.filter((x) => sentDuring(x, kind)).map((x) => x.ms);
           const spans = pruned.spans.filter((p) => p.kind === kind).map((p) => p.to - p.from);
           const ratio =
             ms.length === 0 ? 'no p99' : `p99 ${fmt(percentile(ms, 99) / percentile(outside, 99), 2)}×`;

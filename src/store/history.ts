@@ -6,6 +6,7 @@
  * (history-rollup.ts) come from history_minutes and lag_minutes instead, each read as one statement
  * so a roll that commits meanwhile is seen whole or not at all.
  */
+import { liveFrom } from './history-live-from.ts';
 import { notSummed } from './occurrence-rollup.ts';
 import type { Queryable } from './pool.ts';
 
@@ -64,19 +65,6 @@ export async function historyLagPerMinute(db: Queryable, range: HistoryRange): P
     values: [range.from, range.to, range.tenantId ?? null],
   });
   return rows.map((r) => ({ at: r.at, count: r.count, p50S: r.p50, p99S: r.p99, exact: r.exact }));
-}
-
-/**
- * A one-row CTE body: where a read of `kind` (history_rolled's jobs or lag minutes) takes its rows
- * from, `live_from`, and whether the minutes before it come from the rollup (`rolled`, up to `upto`).
- * A window that starts before the rollup's first minute is read from the rows whole. A rolled minute
- * counts whole, also the one the window starts in.
- */
-export function liveFrom(kind: 'jobs' | 'lag'): string {
-  return `SELECT $1::timestamptz >= ${kind}_since AS rolled, ${kind}_upto AS upto,
-                 CASE WHEN $1::timestamptz >= ${kind}_since THEN greatest($1::timestamptz, ${kind}_upto)
-                      ELSE $1::timestamptz END AS live_from
-            FROM history_rolled`;
 }
 
 export interface ThroughputMinute {

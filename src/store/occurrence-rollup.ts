@@ -4,7 +4,7 @@
  * the two (the pruning statement moves it; a slice summed in steps is left out of the ledger's side
  * as it goes), so the sums are exact across the retention boundary.
  */
-import { liveFrom } from './history.ts';
+import { liveFrom } from './history-live-from.ts';
 import type { Queryable } from './pool.ts';
 
 export interface LatenessBucket {
