@@ -8,7 +8,7 @@ import { ID_MAX, ID_MIN } from './id-bounds.ts';
 import type { Fence } from './occurrences.ts';
 import type { Pool, Queryable } from './pool.ts';
 import { partitionChangeFenced } from './partition-change.ts';
-import { SliceListKept, sliceWindows, type SliceWindow } from './slice-windows.ts';
+import { SliceListKept, sliceFirstRow, sliceWindows, type SliceWindow } from './slice-windows.ts';
 
 /**
  * Ids per slice. 10 million: 5.5 hours at the source document's 500 jobs a second, so the default 7
@@ -200,27 +200,7 @@ async function sliceStarts(db: Queryable): Promise<(number | null)[]> {
  * 142 pages with 35 slices, where this reads ~4 unless retention has emptied the oldest.
  */
 export async function jobSliceOldestCreated(db: Queryable): Promise<Date | null> {
-  // A slice attached since the list was read is the newest: looked for only when the rest are empty.
-  for (const fresh of [false, true]) {
-    for (const s of await slicesKept.get(db, fresh)) {
-      const at = await sliceFirstCreated(db, s.name);
-      if (at !== null) return at;
-    }
-  }
-  return null;
-}
-
-async function sliceFirstCreated(db: Queryable, name: string): Promise<Date | null> {
-  try {
-    const { rows } = await db.query<{ at: Date }>(
-      `SELECT created_at AS at FROM "${name}" ORDER BY id LIMIT 1`,
-    );
-    return rows[0]?.at ?? null;
-  } catch (error) {
-    // 42P01: dropped, empty, since the list was read.
-    if ((error as { code?: unknown }).code === '42P01') return null;
-    throw error;
-  }
+  return slicesKept.firstOf(db, (s) => sliceFirstRow(db, s.name, 'created_at'));
 }
 
 /**

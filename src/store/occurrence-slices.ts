@@ -11,7 +11,7 @@ import type { Fence } from './occurrences.ts';
 import { partitionChangeFenced } from './partition-change.ts';
 import type { Pool, PoolClient, Queryable } from './pool.ts';
 import { ROLLUP_COLUMNS, rollupSums, rollupUpsert } from './occurrence-rollup.ts';
-import { SliceListKept, sliceWindows, type SliceWindow } from './slice-windows.ts';
+import { SliceListKept, sliceFirstRow, sliceWindows, type SliceWindow } from './slice-windows.ts';
 
 /**
  * Rows a step of a slice's sum adds to the rollups, ~13 ms beside 10 million jobs of history and ~18
@@ -47,6 +47,15 @@ export async function occurrenceSliceList(db: Queryable): Promise<OccurrenceSlic
 }
 
 const slicesKept = new SliceListKept(occurrenceSliceList);
+
+/**
+ * The fire time of the first row (by id) of the oldest slice that holds one, null when none does:
+ * the slices probed oldest first, one statement each on its primary key. One statement over the
+ * ledger starts the primary key of every slice (its default partition rules out an ordered Append).
+ */
+export async function occurrenceSliceOldestFired(db: Queryable): Promise<Date | null> {
+  return slicesKept.firstOf(db, (s) => sliceFirstRow(db, s.name, 'fire_at'));
+}
 
 /**
  * The fire-time ranges a newest-first read of the ledger takes in turn, below `before` (null: no

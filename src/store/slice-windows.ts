@@ -63,6 +63,37 @@ export class SliceListKept<S> {
   forget(db: Queryable): void {
     this.#kept.delete(db);
   }
+
+  /**
+   * The first non-null `probe` of the slices, oldest first; null when none gives one. A slice
+   * attached since the list was read is the newest: looked for only when the kept ones give none.
+   */
+  async firstOf<T>(db: Queryable, probe: (slice: S) => Promise<T | null>): Promise<T | null> {
+    for (const fresh of [false, true]) {
+      for (const s of await this.get(db, fresh)) {
+        const found = await probe(s);
+        if (found !== null) return found;
+      }
+    }
+    return null;
+  }
+}
+
+/**
+ * `column` of the row with the lowest id in slice `name`, a read of the front of its primary key;
+ * null when the slice is empty or was dropped since its list was read.
+ */
+export async function sliceFirstRow(db: Queryable, name: string, column: string): Promise<Date | null> {
+  try {
+    const { rows } = await db.query<{ at: Date }>(
+      `SELECT ${column} AS at FROM "${name}" ORDER BY id LIMIT 1`,
+    );
+    return rows[0]?.at ?? null;
+  } catch (error) {
+    // 42P01: dropped since the list was read.
+    if ((error as { code?: unknown }).code === '42P01') return null;
+    throw error;
+  }
 }
 
 const SLICE_LIST_MS = 10_000;

@@ -3,6 +3,7 @@
  * reports the same truth and a restarted process loses nothing.
  */
 import { jobSliceOldestCreated } from './job-slices.ts';
+import { occurrenceSliceOldestFired } from './occurrence-slices.ts';
 import type { Queryable } from './pool.ts';
 
 export interface JobCountRow {
@@ -79,7 +80,8 @@ export interface OldestRow {
 export async function historyOldestRows(db: Queryable): Promise<OldestRow[]> {
   const { rows } = await db.query<OldestRow>({
     name: 'historyOldestRows',
-    // The jobs' oldest from each partition alone: the slices in turn, by jobSliceOldestCreated.
+    // The jobs' and the ledger's oldest from each partition alone: their slices in turn, by
+    // jobSliceOldestCreated and occurrenceSliceOldestFired.
     text: `SELECT t.table, extract(epoch FROM now() - t.at)::float8 AS "ageSeconds" FROM (
              SELECT 'jobs' AS table,
                     least((SELECT created_at FROM jobs_open ORDER BY id LIMIT 1),
@@ -89,14 +91,14 @@ export async function historyOldestRows(db: Queryable): Promise<OldestRow[]> {
              UNION ALL
              SELECT 'job_attempts', (SELECT started_at FROM job_attempts ORDER BY job_id, attempt LIMIT 1)
              UNION ALL
-             SELECT 'occurrences', (SELECT fire_at FROM occurrences ORDER BY id LIMIT 1)
+             SELECT 'occurrences', least((SELECT fire_at FROM occurrences_default ORDER BY id LIMIT 1), $2::timestamptz)
              UNION ALL
              SELECT 'workflows', (SELECT created_at FROM workflows ORDER BY created_at, id LIMIT 1)
              UNION ALL
              SELECT 'workflow_nodes', (SELECT w.created_at FROM workflow_nodes n JOIN workflows w ON w.id = n.workflow_id
                                         ORDER BY n.id LIMIT 1)
            ) t`,
-    values: [await jobSliceOldestCreated(db)],
+    values: [await jobSliceOldestCreated(db), await occurrenceSliceOldestFired(db)],
   });
   return rows;
 }

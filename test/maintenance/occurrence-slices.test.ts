@@ -5,7 +5,8 @@
  * rows go one by one; an override that keeps some occurrences longer leaves every slice to the row
  * walk; a backfill writing into a slice holds its drop off; slices are attached ahead of the clock,
  * after any fire times that outran them, longer with a longer retention or none; a stale fence
- * drops nothing; a schedule's ledger is paged a range of slices at a time.
+ * drops nothing; a schedule's ledger is paged a range of slices at a time; the oldest row is read
+ * from the oldest slice holding one.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -32,6 +33,7 @@ import {
 } from '../../src/store/occurrence-slices.ts';
 import { occurrenceListBySchedule, type Fence } from '../../src/store/occurrences.ts';
 import { withTransaction, type Pool } from '../../src/store/pool.ts';
+import { historyOldestRows } from '../../src/store/stats.ts';
 import { createTestDatabase } from '../support/db.ts';
 import { count, DAY_MS, insertOccurrences, insertSchedule, type OccurrenceSpec } from './support.ts';
 
@@ -751,4 +753,33 @@ test("a schedule's ledger is read newest first a range of slices at a time, ever
     return [...(await counts())].filter(([name, n]) => n > (before.get(name) ?? 0)).map(([name]) => name);
   });
   assert.deepEqual(scanned, ['occurrences_test_6']);
+});
+
+test("the ledger's oldest row comes from the oldest slice holding one, or an older one in the default partition", async () => {
+  const { pool } = await createTestDatabase();
+  await sliceLedger(pool, -5, 3);
+  const s = await insertSchedule(pool, 'hourly');
+  const oldestHours = async (): Promise<number | undefined> => {
+    const row = (await historyOldestRows(pool)).find((r) => r.table === 'occurrences');
+    return row?.ageSeconds == null ? undefined : Math.round(row.ageSeconds / 3_600);
+  };
+  const hoursAgo = (d: Date): number => Math.round((Date.now() - d.getTime()) / 3_600_000);
+  assert.equal(await oldestHours(), undefined, 'no occurrences: no age');
+  // Written newest first, so the lowest id of each slice is not its first fire time.
+  await insertOccurrences(pool, s, [{ fireAt: at(-2, 3) }, { fireAt: at(-3, 7) }, { fireAt: at(-3, 2) }]);
+  assert.equal(await oldestHours(), hoursAgo(at(-3, 7)), "the oldest slice's first row by id");
+  await pool.query('DELETE FROM occurrences WHERE fire_at < $1', [day(-2)]);
+  assert.equal(await oldestHours(), hoursAgo(at(-2, 3)), 'the oldest slice emptied: the next answers');
+  // Dropped under the kept slice list: no error, the next answers.
+  const [first] = await occurrenceSliceList(pool);
+  assert.ok(first !== undefined);
+  await pool.query(`ALTER TABLE occurrences DETACH PARTITION "${first.name}"`);
+  await pool.query(`DROP TABLE "${first.name}"`);
+  assert.equal(await oldestHours(), hoursAgo(at(-2, 3)));
+  await insertOccurrences(pool, s, [{ fireAt: at(-9, 1) }]);
+  assert.equal(
+    await oldestHours(),
+    hoursAgo(at(-9, 1)),
+    'a backfill before every slice, in the default partition',
+  );
 });
