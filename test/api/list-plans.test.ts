@@ -241,6 +241,16 @@ test('list and overview statements use indexes on a database with history', asyn
     ['overview: oldest rows', (tx) => historyOldestRows(tx)],
     ['history: lateness per minute', (tx) => historyLagPerMinute(tx, { from, to }), rangeRead],
     ['history: finished per minute', (tx) => historyThroughputPerMinute(tx, { from, to }), rangeRead],
+    [
+      'history: finished per minute, one queue',
+      (tx) => historyThroughputPerMinute(tx, { from, to, queue: 'q1' }),
+      rangeRead,
+    ],
+    [
+      'history: finished per minute, one tenant',
+      (tx) => historyThroughputPerMinute(tx, { from, to, tenantId: 'default' }),
+      rangeRead,
+    ],
     ['history: backlog per minute', (tx) => historyBacklogPerMinute(tx, { from, to }), rangeRead],
     // Counted up to its cap, as the jobs page's tabs ask (GET /v1/job-counts).
     ['job counts by state', (tx) => jobCountByState(tx, { cap: 1000 }), 7 * 1000 + ROWS_PER_PAGE],
@@ -279,6 +289,35 @@ test('list and overview statements use indexes on a database with history', asyn
     )),
   );
   assert.deepEqual(failures, []);
+});
+
+test('the charts of finished jobs and backlog keep one generic plan, not one planned per call over every slice', async () => {
+  const to = new Date();
+  const from = new Date(to.getTime() - 3_600_000);
+  const client = await db.pool.connect();
+  try {
+    for (const filter of [{}, { queue: 'q1' }, { tenantId: 'default', queue: 'q2' }]) {
+      for (let i = 0; i < 7; i++) {
+        await historyThroughputPerMinute(client, { from, to, ...filter });
+        await historyBacklogPerMinute(client, { from, to, ...filter });
+      }
+    }
+    const { rows } = await client.query<{ name: string; generic: number }>(
+      `SELECT name, generic_plans::int AS generic FROM pg_prepared_statements
+        WHERE name IN ('historyThroughputPerMinute', 'historyThroughputPerMinuteOf', 'historyBacklogPerMinute')
+        ORDER BY name`,
+    );
+    assert.deepEqual(
+      rows.map((r) => [r.name, r.generic > 0]),
+      [
+        ['historyBacklogPerMinute', true],
+        ['historyThroughputPerMinute', true],
+        ['historyThroughputPerMinuteOf', true],
+      ],
+    );
+  } finally {
+    client.release();
+  }
 });
 
 async function rolls(roll: typeof historyRollJobs): Promise<boolean> {
