@@ -104,7 +104,7 @@ export async function historyThroughputPerMinute(
            SELECT at, sum(succeeded)::int AS succeeded, sum(failed)::int AS failed FROM (
              SELECT minute AS at, succeeded, failed
                FROM history_minutes, r
-              WHERE r.rolled AND minute >= (SELECT since FROM w) AND minute < (SELECT least(until, r.upto) FROM w)
+              WHERE r.rolled AND minute >= (SELECT since FROM w) AND minute < (SELECT least(until, r.upto) FROM w, r)
                 AND ${filter()}
              UNION ALL
              SELECT date_trunc('minute', finished_at) AS at, count(*) AS succeeded, 0 AS failed
@@ -151,15 +151,21 @@ export async function historyBacklogPerMinute(
            ), per_minute AS (
              SELECT date_trunc('minute', t) AS m, sum(d) AS d FROM events, start
               WHERE t >= start.at AND t < $2 GROUP BY 1
+           ), rolled_minutes AS (
+             -- A range of the rollup's primary key, its ends InitPlans: the generic plan of a join on
+             -- each minute hashed the whole rollup, 156 ms at 530,000 rows (two days of 200 queues).
+             SELECT minute, sum(waiting) AS waiting FROM history_minutes
+              WHERE minute >= (SELECT date_trunc('minute', $1::timestamptz))
+                AND minute < (SELECT least(r.upto, $2) FROM r)
+                AND ($3::text IS NULL OR tenant_id = $3) AND ($4::text IS NULL OR queue = $4)
+              GROUP BY minute
            ), rolled AS (
-             SELECT least(g.m + interval '1 minute', $2) AS at, coalesce(sum(h.waiting), 0)::int AS waiting
+             SELECT least(g.m + interval '1 minute', $2) AS at, coalesce(h.waiting, 0)::int AS waiting
                FROM r
               CROSS JOIN LATERAL generate_series(date_trunc('minute', $1::timestamptz),
                                                  least(r.upto, $2) - interval '1 microsecond', interval '1 minute') g(m)
-               LEFT JOIN history_minutes h ON h.minute = g.m
-                    AND ($3::text IS NULL OR h.tenant_id = $3) AND ($4::text IS NULL OR h.queue = $4)
+               LEFT JOIN rolled_minutes h ON h.minute = g.m
               WHERE r.rolled
-              GROUP BY g.m
            )
            SELECT at, waiting FROM rolled
            UNION ALL
