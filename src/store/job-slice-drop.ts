@@ -69,17 +69,15 @@ export async function jobSliceChildrenPrune(
     effects: number;
     last_id: number | null;
   }>(
+    // The ids come from the slice's primary key alone (job_keys_job_idx, 0043): its rows are not read.
     `WITH ${FENCE}, ids AS (
-       SELECT id, queue, idempotency_key, key_generated FROM "${slice.name}"
-        WHERE id > $4 AND EXISTS (SELECT 1 FROM fence)
-        ORDER BY id LIMIT $5
+       SELECT id FROM "${slice.name}" WHERE id > $4 AND EXISTS (SELECT 1 FROM fence) ORDER BY id LIMIT $5
      ), att AS (
        DELETE FROM job_attempts a WHERE a.job_id = ANY (ARRAY(SELECT id FROM ids)) RETURNING 1
      ), eff AS (
        DELETE FROM job_effects e WHERE e.job_id = ANY (ARRAY(SELECT id FROM ids)) RETURNING 1
      ), keys AS (
-       DELETE FROM job_keys k
-        WHERE (k.queue, k.key, k.job_id) IN (SELECT queue, idempotency_key, id FROM ids WHERE NOT key_generated)
+       DELETE FROM job_keys k WHERE k.job_id = ANY (ARRAY(SELECT id FROM ids))
      )
      -- Each delete runs whether or not the result reads it; the keys are not counted.
      SELECT EXISTS (SELECT 1 FROM fence) AS fenced,

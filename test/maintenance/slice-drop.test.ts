@@ -228,3 +228,51 @@ test('a stale fence deletes no child and drops no slice', async () => {
   assert.ok((await s.slices()).includes(slice.name));
   assert.equal(await count(s.pool, 'SELECT count(*) FROM job_attempts WHERE job_id = ANY ($1)', [ids]), 3);
 });
+
+test("a batch of a slice's children reads the jobs' ids from its primary key alone and their keys by job id", async () => {
+  const s = await setup();
+  const [a] = s.at as [number];
+  const ids = await s.jobsAt(a + 1, old(50));
+  await keyed(s.pool, ids.slice(0, 20));
+  await s.pool.query(`SELECT setval('jobs_id_seq', $1)`, [a + 3 * SIZE]);
+  const slice = (await jobSliceList(s.pool)).find((x): x is BoundedSlice => x.from === a);
+  assert.ok(slice !== undefined);
+  // All visible, as a slice retention has come to is: its primary key then answers without its rows.
+  await s.pool.query(`VACUUM (ANALYZE) "${slice.name}", job_keys`);
+  const fence = { lease: 'slice-children', holder: 'h', epoch: 1 };
+  await s.pool.query(
+    `INSERT INTO leases (name, holder, epoch, expires_at) VALUES ($1, $2, $3, now() + interval '1 minute')`,
+    [fence.lease, fence.holder, fence.epoch],
+  );
+  const tx = await s.pool.connect();
+  try {
+    await tx.query('BEGIN');
+    // Planned as over a slice of millions of rows, where no plan reads a table whole.
+    await tx.query('SET LOCAL enable_seqscan = off');
+    // Counted as a difference: a backend's counters may still hold its earlier transactions' scans.
+    const counters = async (): Promise<number[][]> => {
+      const { rows } = await tx.query<{ seq: number; fetched: number }>(
+        `SELECT seq_scan::int AS seq, idx_tup_fetch::int AS fetched FROM pg_stat_xact_user_tables
+          WHERE relname IN ($1, 'job_keys') ORDER BY relname = 'job_keys'`,
+        [slice.name],
+      );
+      return rows.map((r) => [r.seq, r.fetched]);
+    };
+    const before = await counters();
+    const done = await jobSliceChildrenPrune(tx, fence, slice, 0, 1000);
+    const read = (await counters()).map((r, i) => r.map((n, j) => n - (before[i]?.[j] ?? 0)));
+    await tx.query('COMMIT');
+    assert.deepEqual([done.jobs, done.attempts, done.effects], [50, 50, 50]);
+    assert.deepEqual(
+      read,
+      [
+        [0, 0],
+        [0, 20],
+      ],
+      "scans and rows fetched of the slice and of job_keys: the slice's rows are not read; the keys are found by job id",
+    );
+  } finally {
+    tx.release();
+  }
+  assert.equal(await count(s.pool, 'SELECT count(*) FROM job_keys WHERE job_id = ANY ($1)', [ids]), 0);
+});
