@@ -53,7 +53,7 @@ export async function historyLagPerMinute(db: Queryable, range: HistoryRange): P
             CROSS JOIN LATERAL (SELECT greatest(0, extract(epoch FROM o.materialised_at - o.fire_at)) AS s) l
             WHERE o.fire_at >= (SELECT live_from FROM r) AND o.fire_at < $2 AND o.state = 'enqueued'
               AND o.source = 'schedule' AND NOT o.backfill AND ${notSummed('o', 'minutes')}
-              AND ($3::text IS NULL OR (SELECT s.tenant_id FROM schedules s WHERE s.id = o.schedule_id) = $3)
+              AND ($3::text IS NULL OR o.schedule_id IN (SELECT s.id FROM schedules s WHERE s.tenant_id = $3))
             GROUP BY 1
            UNION ALL
            SELECT minute, sum(scheduled)::int, (sum(lag_sum_s) / sum(scheduled))::float8, max(lag_max_s)::float8, false

@@ -88,9 +88,11 @@ async function scans(tx: PoolClient): Promise<Scans> {
 const ROWS_PER_PAGE = 2_000;
 
 test('list and overview statements use indexes on a database with history', async () => {
+  await db.pool.query(`INSERT INTO tenants (id, name) VALUES ('acme', 'Acme')`);
   await db.pool.query(
     `INSERT INTO schedules (tenant_id, name, spec, queue, kind)
-     SELECT 'default', 'plan-' || g, '* * * * *', 'q' || (g % 5), 'k' FROM generate_series(1, 5000) g`,
+     SELECT CASE WHEN g % 100 = 0 THEN 'acme' ELSE 'default' END, 'plan-' || g, '* * * * *', 'q' || (g % 5), 'k'
+       FROM generate_series(1, 5000) g`,
   );
   const { rows: sched } = await db.pool.query<{ id: string }>(`SELECT id FROM schedules ORDER BY id LIMIT 1`);
   const scheduleId = sched[0]?.id ?? '';
@@ -219,11 +221,6 @@ test('list and overview statements use indexes on a database with history', asyn
       (tx) => occurrenceLatenessBySchedule(tx, scheduleId, { from, to, limit: 100 }),
     ],
     ['lateness per minute', (tx) => occurrenceLatenessPerMinute(tx, { from, to, limit: 100 }), rangeRead],
-    [
-      'lateness per minute, one tenant',
-      (tx) => occurrenceLatenessPerMinute(tx, { from, to, tenantId: 'default', limit: 100 }),
-      rangeRead,
-    ],
     ['workflows, newest', (tx) => workflowSearch(tx, { limit: 50 })],
     // Each timeline node reads its node, its job, its first attempt and its releasing parent.
     ['workflow timeline page', (tx) => workflowTimelinePage(tx, 'chain', null, 200)],
@@ -271,6 +268,24 @@ test('list and overview statements use indexes on a database with history', asyn
     ],
   ];
   const failures = await check(statements);
+  // A tenant's lateness reads the ids of its 50 schedules once, by index, to test each occurrence
+  // against, not the schedule of each of the hour's 3,600 occurrences (a tenant holding nearly every
+  // schedule reads the table whole for that, rightly).
+  failures.push(
+    ...(await check(
+      [
+        [
+          'lateness per minute, one tenant',
+          (tx) => occurrenceLatenessPerMinute(tx, { from, to, tenantId: 'acme', limit: 100 }),
+        ],
+        [
+          'history: lateness per minute, one tenant',
+          (tx) => historyLagPerMinute(tx, { from, to, tenantId: 'acme' }),
+        ],
+      ],
+      { schedules: 100, occurrences: rangeRead },
+    )),
+  );
 
   // Rolled up by the maintenance role (store/history-rollup.ts), the history reads take the hour's
   // minutes from the rollups and read rows only for the minute or two after the last roll.
