@@ -243,6 +243,53 @@ interface Db {
   loaded: Loaded | null;
 }
 
+/**
+ * The charts' rollups a maintenance role running through the loaded history holds
+ * (store/history-rollup.ts): the minutes of the last two days (what maintenance.ts keeps) up to three
+ * hours ago, from where the role's first pass below rolls on. Summed here from the loaded rows in
+ * one statement each, as the rolls would have; the backlog at each minute's end is left 0, as the
+ * loaded jobs start when they come due.
+ */
+async function rollupsKept(db: BenchDatabase): Promise<void> {
+  const { rows } = await db.pool.query<{ from: Date; to: Date }>(
+    `SELECT date_trunc('minute', now() - interval '2 days') AS from, date_trunc('minute', now() - interval '3 hours') AS to`,
+  );
+  const { from, to } = rows[0] ?? { from: new Date(), to: new Date() };
+  await db.pool.query(
+    `INSERT INTO history_minutes (minute, queue, tenant_id, succeeded, failed, waiting)
+     SELECT minute, queue, tenant_id, sum(succeeded), sum(failed), 0 FROM (
+       SELECT date_trunc('minute', finished_at) AS minute, queue, tenant_id, count(*) AS succeeded, 0 AS failed
+         FROM jobs WHERE state = 'succeeded' AND finished_at >= $1 AND finished_at < $2 GROUP BY 1, 2, 3
+       UNION ALL
+       SELECT date_trunc('minute', a.finished_at), j.queue, j.tenant_id, 0, count(*)
+         FROM job_attempts a JOIN jobs j ON j.id = a.job_id
+        WHERE a.finished_at >= $1 AND a.finished_at < $2 AND a.outcome = 'failed' GROUP BY 1, 2, 3
+     ) m GROUP BY 1, 2, 3`,
+    [from, to],
+  );
+  await db.pool.query(
+    `INSERT INTO lag_minutes (minute, tenant_id, scheduled, p50_s, p99_s, triggered, skipped, missed, late,
+                             lag_sum_s, lag_max_s)
+     SELECT date_trunc('minute', o.fire_at), CASE WHEN grouping(s.tenant_id) = 1 THEN '' ELSE s.tenant_id END,
+            count(*), percentile_cont(0.5) WITHIN GROUP (ORDER BY l.s), percentile_cont(0.99) WITHIN GROUP (ORDER BY l.s),
+            0, 0, 0, count(*) FILTER (WHERE l.s > 2), sum(l.s), max(l.s)
+       FROM occurrences o JOIN schedules s ON s.id = o.schedule_id
+      CROSS JOIN LATERAL (SELECT greatest(0, extract(epoch FROM o.materialised_at - o.fire_at))::float8 AS s) l
+      WHERE o.fire_at >= $1 AND o.fire_at < $2
+      GROUP BY GROUPING SETS ((date_trunc('minute', o.fire_at), s.tenant_id), (date_trunc('minute', o.fire_at)))`,
+    [from, to],
+  );
+  await db.pool.query(
+    `UPDATE history_rolled SET jobs_since = $1, jobs_upto = $2, lag_since = $1, lag_upto = $2, back_to = $1`,
+    [from, to],
+  );
+  await db.pool.query('ANALYZE history_minutes, lag_minutes');
+  const { rows: kept } = await db.pool.query<{ h: number; l: number }>(
+    `SELECT (SELECT count(*) FROM history_minutes)::int AS h, (SELECT count(*) FROM lag_minutes)::int AS l`,
+  );
+  say(`rollups kept: ${kept[0]?.h ?? 0} rows of history_minutes, ${kept[0]?.l ?? 0} of lag_minutes`);
+}
+
 /** `twin`: a second base, loaded the same way, for the latency and burst rows' controls (A/A). */
 async function prepare(kind: 'base' | 'twin' | 'history'): Promise<Db> {
   const n = kind === 'history' ? N : Math.min(BASE_JOBS, N);
@@ -259,11 +306,7 @@ async function prepare(kind: 'base' | 'twin' | 'history'): Promise<Db> {
     const spanMs = (DAYS * DAY_MS * n) / N;
     await sliceLedger(db, new Date(newest.getTime() - spanMs), newest);
     loaded = await loadHistory(db, n, spanMs, newest);
-    // A running role has rolled the charts' minutes up as they passed (store/history-rollup.ts);
-    // its first pass below rolls the loaded history's last three hours, what a roll reaches back.
-    await db.pool.query(
-      `UPDATE history_rolled SET back_to = date_trunc('minute', now() - interval '3 hours')`,
-    );
+    await rollupsKept(db);
     await db.pool.query(`COMMENT ON DATABASE ${db.name} IS 'tidemark bench history: loaded'`);
   } else {
     const { rows } = await db.pool.query<{ c: string | null }>(
