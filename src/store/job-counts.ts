@@ -6,6 +6,7 @@
  * Dead and cancelled jobs are a month of history, so without a tenant or a search their counts per
  * queue are read from job_ended_counts (0036) instead.
  */
+import pg from 'pg';
 import type { JobState } from './jobs.ts';
 import { idWindowBounds, jobSliceWindows } from './job-slices.ts';
 import type { Queryable } from './pool.ts';
@@ -76,52 +77,55 @@ export async function jobCountByState(db: Queryable, f: JobCountFilter): Promise
     .map((v, i) => (v === undefined ? '' : 'tqkp'[i]))
     .join('');
   const windowed = `id >= $${values.length + 1}::bigint AND id < $${values.length + 2}::bigint`;
-  const counts = await Promise.all(
-    states.map(async (state) => {
-      if ((state === 'dead' || state === 'cancelled') && f.tenantId === undefined && !search) {
-        // Kept per queue and state (job_ended_counts, 0036); the counts have no tenant.
-        const { rows } = await db.query<{ n: number }>({
-          name: 'jobCountByState:ended:kept',
-          text: `SELECT least(coalesce(sum(n), 0), $3)::int AS n FROM job_ended_counts
+  const countOf = async (state: JobState): Promise<readonly [JobState, { n: number; read: number }]> => {
+    if ((state === 'dead' || state === 'cancelled') && f.tenantId === undefined && !search) {
+      // Kept per queue and state (job_ended_counts, 0036); the counts have no tenant.
+      const { rows } = await db.query<{ n: number }>({
+        name: 'jobCountByState:ended:kept',
+        text: `SELECT least(coalesce(sum(n), 0), $3)::int AS n FROM job_ended_counts
                   WHERE state = $1 AND n > 0 AND ($2::text IS NULL OR queue = $2)`,
-          values: [state, f.queue ?? null, f.cap],
-        });
-        const n = rows[0]?.n ?? 0;
-        return [state, { n, read: n }] as const;
-      }
-      const byId = search ? SCAN_BY_ID[state] : undefined;
-      const text = (inWindow: string): string =>
-        byId === undefined
-          ? `SELECT (count(*) FILTER (WHERE hit))::int AS n, count(*)::int AS read FROM (
+        values: [state, f.queue ?? null, f.cap],
+      });
+      const n = rows[0]?.n ?? 0;
+      return [state, { n, read: n }] as const;
+    }
+    const byId = search ? SCAN_BY_ID[state] : undefined;
+    const text = (inWindow: string): string =>
+      byId === undefined
+        ? `SELECT (count(*) FILTER (WHERE hit))::int AS n, count(*)::int AS read FROM (
                SELECT ${matches} AS hit FROM jobs WHERE ${PREDICATE[state]} AND ${scoped} AND ${inWindow}
                 ${state === 'succeeded' ? BY_NEWEST : ''}
                 LIMIT $1) capped`
-          : `SELECT (count(*) FILTER (WHERE ${PREDICATE[state]} AND ${scoped} AND ${matches}))::int AS n,
+        : `SELECT (count(*) FILTER (WHERE ${PREDICATE[state]} AND ${scoped} AND ${matches}))::int AS n,
                     count(*)::int AS read
                FROM (SELECT * FROM jobs WHERE ${byId} AND ${inWindow} ${BY_NEWEST} LIMIT $1) newest`;
-      if (state !== 'succeeded') {
-        const name = `jobCountByState:${state}:${variant}${byId === undefined ? '' : ':scan'}`;
-        const { rows } = await db.query<{ n: number; read: number }>({ name, text: text('true'), values });
-        return [state, rows[0] ?? { n: 0, read: 0 }] as const;
-      }
-      // Succeeded jobs fill jobs_done's slices: counted a range of slices at a time, newest first
-      // (jobSliceWindows), each statement unnamed so its plan prunes the other slices, the cap
-      // reached in the newest range. Dead and cancelled jobs are a few in every slice; a range at
-      // a time would start every slice all the same, in more statements.
-      const total = { n: 0, read: 0 };
-      for (const w of await jobSliceWindows(db, null)) {
-        const { rows } = await db.query<{ n: number; read: number }>(text(windowed), [
-          f.cap - total.read,
-          ...values.slice(1),
-          ...idWindowBounds(w),
-        ]);
-        total.n += rows[0]?.n ?? 0;
-        total.read += rows[0]?.read ?? 0;
-        if (total.read >= f.cap) break;
-      }
-      return [state, total] as const;
-    }),
-  );
+    if (state !== 'succeeded') {
+      const name = `jobCountByState:${state}:${variant}${byId === undefined ? '' : ':scan'}`;
+      const { rows } = await db.query<{ n: number; read: number }>({ name, text: text('true'), values });
+      return [state, rows[0] ?? { n: 0, read: 0 }] as const;
+    }
+    // Succeeded jobs fill jobs_done's slices: counted a range of slices at a time, newest first
+    // (jobSliceWindows), each statement unnamed so its plan prunes the other slices, the cap
+    // reached in the newest range. Dead and cancelled jobs are a few in every slice; a range at
+    // a time would start every slice all the same, in more statements.
+    const total = { n: 0, read: 0 };
+    for (const w of await jobSliceWindows(db, null)) {
+      const { rows } = await db.query<{ n: number; read: number }>(text(windowed), [
+        f.cap - total.read,
+        ...values.slice(1),
+        ...idWindowBounds(w),
+      ]);
+      total.n += rows[0]?.n ?? 0;
+      total.read += rows[0]?.read ?? 0;
+      if (total.read >= f.cap) break;
+    }
+    return [state, total] as const;
+  };
+  // On a pool the states are counted side by side, each on a connection; a client runs one
+  // statement at a time (pg refuses a second query sent while one runs, from its next major version).
+  const counts: (readonly [JobState, { n: number; read: number }])[] = [];
+  if (db instanceof pg.Pool) counts.push(...(await Promise.all(states.map(countOf))));
+  else for (const state of states) counts.push(await countOf(state));
   return {
     counts: Object.fromEntries(counts.map(([state, r]) => [state, r.n])) as Record<JobState, number>,
     exact: Object.fromEntries(counts.map(([state, r]) => [state, r.read < f.cap])) as Record<
