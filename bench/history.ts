@@ -45,7 +45,7 @@
  * batch, and the bench reports the rate it sustained and the disk use left. Last, enqueue → start in
  * runs of 4,000 jobs while the oldest day's slice of the occurrence ledger is summed into the rollups
  * in steps switched on and off every 2 s, then dropped: the jobs sent with the steps on against those
- * sent with them off.
+ * sent with them off; after each such run, a control run in the same windows with nothing switched.
  *
  * BENCH_HISTORY_TRIALS sets the trials (default 3), BENCH_HISTORY_ONLY the measurements (default
  * `drain,latency,burst,queries,pruning,paired,ledger`; without `pruning` neither the two pruning
@@ -606,6 +606,19 @@ async function latencyBesideLedgerDrop(
   } finally {
     await leaseRelease(d.db.pool, 'bench-ledger', holder, term.epoch);
   }
+}
+
+/**
+ * The control of the on/off rows: PAIR_JOBS jobs in windows alternating exactly as theirs, with
+ * nothing switched on in either. What its p99 on ÷ off reads is the measurement's own spread.
+ */
+async function latencyInShamWindows(d: Db, onFirst: boolean): Promise<{ on: number[]; off: number[] }> {
+  await fresh(d, 'latency');
+  const { on, off } = await latencyInWindows(d, onFirst, async () => {
+    await sleep(PAIR_WINDOW_MS);
+    return null;
+  });
+  return { on: on.map((x) => x.ms), off };
 }
 
 /** 5,000 one-off schedules due at one instant: fire time → the last occurrence written (ms). */
@@ -1190,6 +1203,7 @@ export const bench: Bench = async () => {
       ratios: [] as number[],
       runs: [] as { rows: number; steps: number; busyMs: number; dropMs: number }[],
     };
+    const sham = { on: [] as number[], off: [] as number[], ratios: [] as number[] };
     for (let t = 0; t < TRIALS; t++) {
       say(`latency beside a slice of the ledger summed and dropped, trial ${t + 1} of ${TRIALS}…`);
       const r = await latencyBesideLedgerDrop(full, t % 2 === 0);
@@ -1197,6 +1211,12 @@ export const bench: Bench = async () => {
       drops.off.push(...r.off);
       drops.ratios.push(percentile(r.on, 99) / percentile(r.off, 99));
       drops.runs.push(r);
+      // Each trial's control right after it, on the same database.
+      say(`latency in the same windows with nothing switched, trial ${t + 1} of ${TRIALS}…`);
+      const c = await latencyInShamWindows(full, t % 2 === 0);
+      sham.on.push(...c.on);
+      sham.off.push(...c.off);
+      sham.ratios.push(percentile(c.on, 99) / percentile(c.off, 99));
     }
     const p = (xs: number[], q: number): string => fmt(percentile(xs, q), 2);
     const onOff = (q: number): string => (percentile(drops.on, q) / percentile(drops.off, q)).toFixed(2);
@@ -1208,6 +1228,13 @@ export const bench: Bench = async () => {
       value: `p99 ${p(drops.on, 99)} ms on, ${p(drops.off, 99)} ms off`,
       target: '≤ 1.1× off',
       note: `p99 ${onOff(99)}×, p50 ${p(drops.on, 50)} / ${p(drops.off, 50)} ms (${onOff(50)}×); ${drops.on.length.toLocaleString('en')} jobs sent with the steps on, ${drops.off.length.toLocaleString('en')} off, in ${TRIALS} runs of ${PAIR_JOBS.toLocaleString('en')}; p99 on ÷ off by run ${range(drops.ratios, 2)}; ${drops.runs.map((x) => `${x.rows.toLocaleString('en')} rows in ${x.steps} steps, dropped in ${fmt(x.dropMs)} ms`).join('; ')}; steps ran at ${fmt(sumRate)} rows/s, so a day at the source's 500/s (43,200,000) takes ~${fmt(43_200_000 / sumRate / MAINTENANCE_DEFAULTS.dutyCycle / 60)} min at the default duty cycle (${fmt(MAINTENANCE_DEFAULTS.dutyCycle * 100)} %)`,
+    });
+    rows.push({
+      group: 'history',
+      name: `enqueue → start, nothing switched on or off in the same ${fmt(PAIR_WINDOW_MS / 1000)} s windows (the control of the on/off rows)`,
+      value: `p99 ${p(sham.on, 99)} ms "on", ${p(sham.off, 99)} ms "off"`,
+      target: '',
+      note: `p99 ${(percentile(sham.on, 99) / percentile(sham.off, 99)).toFixed(2)}×, p50 ${(percentile(sham.on, 50) / percentile(sham.off, 50)).toFixed(2)}×; ${sham.on.length.toLocaleString('en')} and ${sham.off.length.toLocaleString('en')} jobs in ${TRIALS} runs of ${PAIR_JOBS.toLocaleString('en')}, each right after a run of the row above on the same database; p99 "on" ÷ "off" by run ${range(sham.ratios, 2)}: how far an on/off ratio moves with nothing to measure`,
     });
     return rows;
   } finally {
