@@ -277,19 +277,20 @@ function releaseCtes(running: string): string {
        -- or tenant limit nor in a paused queue, as the lock-free claim (jobClaimById).
        INSERT INTO jobs (id, queue, kind, tenant_id, payload, priority, max_attempts, timeout_ms, idempotency_key,
                          key_generated, state, attempt, lease_owner, lease_expires_at, started_at, heartbeat_at)
-       SELECT t.job_id, t.queue, t.kind, w.tenant_id, t.payload, t.priority, t.max_attempts, t.timeout_ms,
+       SELECT t.job_id, t.queue, t.kind, t.tenant_id, t.payload, t.priority, t.max_attempts, t.timeout_ms,
               ${workflowJobKeySql('t.workflow_id', 't.id', 't.runs')}, true,
               CASE WHEN t.take THEN 'running' ELSE 'available' END, CASE WHEN t.take THEN 1 ELSE 0 END,
               CASE WHEN t.take THEN $2 END, CASE WHEN t.take THEN now() + make_interval(secs => $3 / 1000.0) END,
               CASE WHEN t.take THEN now() END, CASE WHEN t.take THEN now() END
-       FROM (SELECT u.*,
+       -- The workflows joined below the window: joined above it, the window over every released
+       -- child ran again for each workflow row the plan read (6,300 children: 7.8 ms a time).
+       FROM (SELECT u.*, w.tenant_id,
                     row_number() OVER (PARTITION BY u.queue ORDER BY u.priority DESC, u.job_id)
                       <= coalesce(($4::jsonb ->> u.queue)::int, 0)
                     AND NOT EXISTS (SELECT 1 FROM queues q WHERE q.name = u.queue
                                       AND (q.max_running IS NOT NULL OR q.paused_at IS NOT NULL))
                     AND NOT EXISTS (SELECT 1 FROM tenants tn WHERE tn.max_running IS NOT NULL) AS take
-               FROM u WHERE u.go) t
-       JOIN workflows w ON w.id = t.workflow_id
+               FROM u JOIN workflows w ON w.id = u.workflow_id WHERE u.go) t
        RETURNING id, queue, kind, tenant_id, payload, attempt, max_attempts, timeout_ms, heartbeat_ms,
                  idempotency_key, state
      )`;
