@@ -373,7 +373,7 @@ async function dayPartialsFold(client: PoolClient, slice: OccurrenceSlice): Prom
     rows[0]?.held === true
       ? `SELECT schedule_id, day, tenant_id, ${ROLLUP_COLUMNS.join(', ')}, lag_max_s FROM occurrence_day_partials`
       : rollupSums(
-          `(${sliceRows(slice.name, 'o.fire_at >= (SELECT days_before FROM occurrence_summed)', false)}) o`,
+          `(${sliceRows(slice.name, 'o.fire_at >= (SELECT days_before FROM occurrence_summed)')}) o`,
           "schedule_id, date_trunc('day', fire_at, 'UTC')",
           'min(tenant_id)',
         );
@@ -387,27 +387,22 @@ async function dayPartialsFold(client: PoolClient, slice: OccurrenceSlice): Prom
 
 /**
  * The rows of slice `name` matching `where` (alias o) as rollupSums reads them: their tenant,
- * whether the schedule enqueued them, their lateness. `few`: a step's rows, each looking up its
- * schedule's tenant by key; the planner hashed every schedule instead, 7.8 ms of a 29 ms step of
- * 2,500 rows at 30,000 schedules. Otherwise (a whole slice) the schedules are hashed once.
+ * whether the schedule enqueued them, their lateness.
  */
-function sliceRows(name: string, where: string, few: boolean): string {
-  const tenant = few
-    ? `coalesce((SELECT s.tenant_id FROM schedules s WHERE s.id = o.schedule_id), '')`
-    : `coalesce(s.tenant_id, '')`;
-  return `SELECT o.schedule_id, o.fire_at, o.state, ${tenant} AS tenant_id,
+function sliceRows(name: string, where: string): string {
+  return `SELECT o.schedule_id, o.fire_at, o.state, coalesce(s.tenant_id, '') AS tenant_id,
                  (o.state = 'enqueued' AND o.source = 'schedule' AND NOT o.backfill) AS scheduled,
                  -- date_part in float8, not extract's numeric: a third less time here, the same
                  -- value for an interval of hours and seconds.
                  greatest(0, date_part('epoch', o.materialised_at - o.fire_at)) AS lag
-            FROM "${name}" o${few ? '' : ' LEFT JOIN schedules s ON s.id = o.schedule_id'}
+            FROM "${name}" o LEFT JOIN schedules s ON s.id = o.schedule_id
            WHERE ${where}`;
 }
 
 /**
  * Adds the slice's rows that fired in [span.from, span.to) to occurrence_minute_partials and, with
  * `days`, to occurrence_day_partials; returns how many. `bounded`: the slice's row estimate sized the
- * span, so the rows are read with their tenants once, held in memory for both rollups (a
+ * span, so the rows are read and joined to their schedules once, held in memory for both rollups (a
  * third off the statement: 2,200 rows in 14-18 ms against 19-26). Otherwise the span may be the whole
  * slice and each rollup reads it on its own: held, 1.25 million rows went to 80 MB of temporary
  * files, whose writeback stalled the claim path's commits for up to 120 ms. Aggregations by hash, so
@@ -422,7 +417,7 @@ async function sliceRollup(
 ): Promise<number> {
   const { rows } = await client.query<{ n: number | null }>(
     `WITH o AS ${bounded ? '' : 'NOT '}MATERIALIZED (
-       ${sliceRows(name, 'o.fire_at >= $1::timestamptz AND o.fire_at < $2::timestamptz', bounded)}
+       ${sliceRows(name, 'o.fire_at >= $1::timestamptz AND o.fire_at < $2::timestamptz')}
      ), minute_sums AS (
        ${rollupSums('o', "date_trunc('minute', fire_at), tenant_id")}
      ), minutes AS (

@@ -32,7 +32,7 @@ import {
   type OccurrenceSlice,
 } from '../../src/store/occurrence-slices.ts';
 import { occurrenceListBySchedule, type Fence } from '../../src/store/occurrences.ts';
-import { createPool, withTransaction, type Pool } from '../../src/store/pool.ts';
+import { withTransaction, type Pool } from '../../src/store/pool.ts';
 import { historyOldestRows } from '../../src/store/stats.ts';
 import { createTestDatabase } from '../support/db.ts';
 import { count, DAY_MS, insertOccurrences, insertSchedule, type OccurrenceSpec } from './support.ts';
@@ -349,65 +349,6 @@ async function sumAround(pool: Pool, name: string, between: (s: string) => Promi
   const [b] = await occurrenceLatenessBySchedule(pool, s, range);
   assert.equal((b?.scheduled ?? 0) + (b?.triggered ?? 0), 241);
 }
-
-test("a step looks up the tenants of its rows' schedules by key, not by reading every schedule", async () => {
-  const { url } = await createTestDatabase();
-  // One connection: the statistics read below are all this backend's, flushed on demand.
-  const pool = createPool({ connectionString: url, max: 1 });
-  try {
-    await sliceLedger(pool, -35, 3);
-    await insertSchedule(pool, 'first', 'acme');
-    // 5,000 schedules, 2,000 of them firing once each across the day of D-35.
-    await pool.query(
-      `INSERT INTO schedules (tenant_id, name, spec, queue, kind)
-       SELECT 'acme', 'many-' || g, '* * * * *', 'q', 'k' FROM generate_series(1, 5000) g`,
-    );
-    await pool.query(
-      `INSERT INTO occurrences (schedule_id, fire_at, state, materialised_at)
-       SELECT id, $1::timestamptz + n * interval '40 seconds', 'enqueued', $1::timestamptz + n * interval '40 seconds'
-         FROM (SELECT id, row_number() OVER (ORDER BY name) AS n FROM schedules WHERE name LIKE 'many-%') s
-        WHERE n <= 2000`,
-      [at(-35)],
-    );
-    const [slice] = (await occurrenceSliceList(pool)).filter((x) => x.to.getTime() === day(-34).getTime());
-    assert.ok(slice);
-    await pool.query(`ANALYZE "${slice.name}"`);
-    await pool.query('ANALYZE schedules');
-    const scans = async (): Promise<{ seq: number; fetched: number }> => {
-      await pool.query('SELECT pg_stat_force_next_flush()');
-      const { rows } = await pool.query<{ seq: number; fetched: number }>(
-        `SELECT seq_scan::int AS seq, coalesce(idx_tup_fetch, 0)::int AS fetched
-           FROM pg_stat_user_tables WHERE relname = 'schedules'`,
-      );
-      return rows[0] ?? { seq: -1, fetched: -1 };
-    };
-    const fence = await fenceFor(pool, 'occurrence-slices-tenants');
-    const before = await scans();
-    const step = await occurrenceSliceSumStep(pool, fence, slice, T, 30 * 86_400, 500);
-    const after = await scans();
-    assert.ok(step.rows !== null && step.rows >= 400 && step.rows <= 600, `rows ${step.rows}`);
-    assert.equal(after.seq - before.seq, 0, 'schedules read whole');
-    assert.ok(
-      after.fetched - before.fetched <= step.rows,
-      `${after.fetched - before.fetched} schedules fetched`,
-    );
-    // The tenant each row was looked up with is the one its minute is summed under.
-    const { rows } = await pool.query<{ tenant_id: string; n: number }>(
-      `SELECT tenant_id, sum(scheduled)::int AS n FROM occurrence_minute_partials GROUP BY 1
-       UNION ALL SELECT tenant_id, sum(scheduled)::int FROM occurrence_minutes GROUP BY 1`,
-    );
-    assert.deepEqual(
-      rows.filter((r) => r.n > 0).map((r) => r.tenant_id),
-      rows.filter((r) => r.n > 0).map(() => 'acme'),
-    );
-    assert.equal(
-      rows.reduce((a, r) => a + r.n, 0),
-      step.rows,
-    );
-  } finally {
-    await pool.end();
-  }
-});
 
 test('a crash that empties the unlogged day partials mid-slice: the drop sums the days from the rows', async () => {
   const { pool } = await createTestDatabase();
