@@ -21,7 +21,7 @@ import { SliceListKept, sliceFirstRow, sliceWindows, type SliceWindow } from './
 export const OCCURRENCE_SUM_STEP_ROWS = 2_500;
 
 /** The partition that takes fire times no slice covers. */
-const OCCURRENCE_DEFAULT_SLICE = 'occurrences_default';
+export const OCCURRENCE_DEFAULT_SLICE = 'occurrences_default';
 
 export interface OccurrenceSlice {
   name: string;

@@ -3,7 +3,7 @@
  * reports the same truth and a restarted process loses nothing.
  */
 import { jobSliceOldestCreated } from './job-slices.ts';
-import { occurrenceSliceOldestFired } from './occurrence-slices.ts';
+import { OCCURRENCE_DEFAULT_SLICE, occurrenceSliceOldestFired } from './occurrence-slices.ts';
 import type { Queryable } from './pool.ts';
 
 export interface JobCountRow {
@@ -91,7 +91,7 @@ export async function historyOldestRows(db: Queryable): Promise<OldestRow[]> {
              UNION ALL
              SELECT 'job_attempts', (SELECT started_at FROM job_attempts ORDER BY job_id, attempt LIMIT 1)
              UNION ALL
-             SELECT 'occurrences', least((SELECT fire_at FROM occurrences_default ORDER BY id LIMIT 1), $2::timestamptz)
+             SELECT 'occurrences', least((SELECT fire_at FROM ${OCCURRENCE_DEFAULT_SLICE} ORDER BY id LIMIT 1), $2::timestamptz)
              UNION ALL
              SELECT 'workflows', (SELECT created_at FROM workflows ORDER BY created_at, id LIMIT 1)
              UNION ALL
