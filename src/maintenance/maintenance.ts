@@ -57,6 +57,7 @@ import {
   type WorkflowMarkResult,
 } from '../store/retention.ts';
 import { MaintenanceMetrics, type PrunedTable } from './metrics.ts';
+import { sliceSumDuty } from './slice-sum-pace.ts';
 import {
   occurrenceSliceSpanS,
   retentionPlan,
@@ -97,8 +98,9 @@ export interface MaintenanceOptions {
    */
   sliceSumPassMs?: number;
   /**
-   * Largest share of one connection's time the ledger's slice sums take; default `dutyCycle`. A
-   * lower one spreads a day's sum over more of the day (docs/production.md: the claim path meets
+   * Largest share of one connection's time the ledger's slice sums take, their pace while the next
+   * slice is due already; default `dutyCycle`. Otherwise a due slice's sum is spread over half the
+   * time until the next one is due (slice-sum-pace.ts; docs/production.md: the claim path meets
    * every step as a burst of CPU).
    */
   sliceSumDutyCycle?: number;
@@ -430,14 +432,17 @@ export class Maintenance {
     return this.#clock?.now() ?? null;
   }
 
-  /** Runs one fenced statement, then rests so pruning stays within the duty cycle. */
+  /**
+   * Runs one fenced statement, then rests so pruning stays within the duty cycle (a number, or one
+   * read from the statement's result and wall time).
+   */
   async #batch<T extends { fenced: boolean }>(
     table: PrunedTable,
     statement: (fence: Fence) => Promise<T>,
     deleted: (r: T) => number,
     count: Count,
     slice?: (r: T) => SliceProgress,
-    dutyCycle = this.#dutyCycle,
+    dutyCycle: number | ((r: T, ms: number) => number) = this.#dutyCycle,
   ): Promise<T | null> {
     const fence = this.#fence();
     if (fence === null) return null;
@@ -448,7 +453,10 @@ export class Maintenance {
       return null;
     }
     count(table, deleted(r), started, slice?.(r));
-    await this.#rest(started, dutyCycle);
+    await this.#rest(
+      started,
+      typeof dutyCycle === 'number' ? dutyCycle : dutyCycle(r, performance.now() - started),
+    );
     return r;
   }
 
@@ -647,11 +655,14 @@ export class Maintenance {
     let from: Date | null = null;
     // Slices are summed oldest first: one that is not dropped holds back those after it.
     let held = false;
+    const read = performance.now();
     for (const [i, slice] of slices.entries()) {
       const s = dueIn[i] ?? Infinity;
       if (s > occurrenceSliceWaitS(slice)) break;
       from = slice.to;
       if (s > 0 || held) continue;
+      // The time this slice has: until the next one is due (none attached yet: no time to spare).
+      const nextDueMs = read + (dueIn[i + 1] ?? 0) * 1000;
       let rows = 0;
       let summed = false;
       for (;;) {
@@ -661,7 +672,19 @@ export class Maintenance {
           (r) => r.rows ?? 0,
           count,
           () => ({ wholeSlice: true }),
-          this.#sliceSumDutyCycle,
+          (r, ms) => {
+            const duty =
+              r.span === undefined
+                ? this.#sliceSumDutyCycle
+                : sliceSumDuty(
+                    { ms, ...r.span },
+                    (nextDueMs - performance.now()) / 1000,
+                    this.#sliceSumDutyCycle,
+                  );
+            // No rest past the pass's time for sums: the pass goes on with the rest of its pruning,
+            // and the next one with this slice.
+            return Math.max(duty, ms / (ms + Math.max(0, until - performance.now())));
+          },
         );
         if (step === null) return 'lost';
         rows += step.rows ?? 0;

@@ -166,6 +166,8 @@ export interface OccurrenceSliceSumStep {
   rows: number | null;
   /** Whether every row of the slice is in the rollups now (occurrenceSliceDropDue's turn). */
   summed: boolean;
+  /** With rows: the seconds of fire time this step summed, and those of the slice left after it. */
+  span?: { stepS: number; leftS: number };
 }
 
 /** Attempts at the ledger's lock before the drop gives up until the next pass. */
@@ -223,10 +225,14 @@ export async function occurrenceSliceSumStep(
       last: boolean;
       minute: boolean;
       bounded: boolean;
+      step_s: number;
+      left_s: number;
     }>(
       `SELECT b.to::text AS to, $5::timestamptz >= $2 AS done, b.to >= $2 AS last,
-              b.to >= $2 OR b.to = date_trunc('minute', b.to) AS minute, b.bounded
-         FROM (SELECT e.n > $3 AS bounded, least($2::timestamptz,
+              b.to >= $2 OR b.to = date_trunc('minute', b.to) AS minute, b.bounded,
+              greatest(0, date_part('epoch', b.to - b.start))::float8 AS step_s,
+              greatest(0, date_part('epoch', $2::timestamptz - b.to))::float8 AS left_s
+         FROM (SELECT e.n > $3 AS bounded, greatest($5::timestamptz, o.origin) AS start, least($2::timestamptz,
                             CASE WHEN date_trunc('minute', r.raw) > $5::timestamptz THEN date_trunc('minute', r.raw)
                                  ELSE r.raw END) AS to
                  FROM pg_class c,
@@ -247,7 +253,7 @@ export async function occurrenceSliceSumStep(
     );
     const step = span[0];
     if (step === undefined) throw new Error('the step read no span');
-    if (step.done) return { rows: 0, summed: true };
+    if (step.done) return { rows: 0, summed: true, span: { stepS: 0, leftS: 0 } };
     const n = await sliceRollup(
       client,
       slice.name,
@@ -271,7 +277,7 @@ export async function occurrenceSliceSumStep(
         [step.to],
       );
     }
-    return { rows: n, summed: step.last };
+    return { rows: n, summed: step.last, span: { stepS: step.step_s, leftS: step.left_s } };
   });
   if (r === 'fenced') return { fenced: false, rows: null, summed: false };
   if (r === 'busy' || r === null) return { fenced: true, rows: null, summed: false };

@@ -9,6 +9,7 @@
  * from the oldest slice holding one.
  */
 import assert from 'node:assert/strict';
+import { performance } from 'node:perf_hooks';
 import { test } from 'node:test';
 import { FakeClock } from '../../src/clock.ts';
 import { createLogger } from '../../src/log.ts';
@@ -218,10 +219,12 @@ test('a backfill writing into a due slice holds its sum off until it commits; on
     rows: null,
     summed: false,
   });
+  // One step sums the whole day, with no fire time left.
   assert.deepEqual(await occurrenceSliceSumStep(pool, fence, slice, T, 30 * 86_400), {
     fenced: true,
     rows: 2,
     summed: true,
+    span: { stepS: 86_400, leftS: 0 },
   });
   // Summed, not yet dropped: a backfill of a fire time the sum has passed counts itself.
   await insertOccurrences(pool, s, [{ fireAt: at(-35, 3), lagMs: 3_000 }]);
@@ -263,11 +266,13 @@ test('a slice summed in steps reads the same before, between and after them, bes
   let before = await read();
   const fence = await fenceFor(pool, 'occurrence-slices-steps');
   const steps: number[] = [];
+  const spans: { stepS: number; leftS: number }[] = [];
   let walked = 0;
   for (;;) {
     const step = await occurrenceSliceSumStep(pool, fence, slice, T, 30 * 86_400, 60);
-    assert.ok(step.rows !== null);
+    assert.ok(step.rows !== null && step.span !== undefined);
     steps.push(step.rows);
+    spans.push(step.span);
     assert.deepEqual(await read(), before, `after step ${steps.length}`);
     if (step.summed) break;
     // The drop waits for the last step.
@@ -302,6 +307,13 @@ test('a slice summed in steps reads the same before, between and after them, bes
   );
   assert.equal(steps.reduce((a, b) => a + b, 0) + walked, 241);
   assert.ok(walked > 0);
+  // The steps' fire time adds up to the day, each step's leaving the rest of it (the pace's input).
+  let left = 86_400;
+  for (const span of spans) {
+    left -= span.stepS;
+    assert.ok(Math.abs(span.leftS - left) < 1e-6, `${JSON.stringify(spans)}`);
+  }
+  assert.equal(left, 0);
   assert.deepEqual(await occurrenceSliceDropDue(pool, fence, slice, T, 30 * 86_400), {
     fenced: true,
     dropped: true,
@@ -626,6 +638,43 @@ test('a slice is summed at sliceSumDutyCycle: each step rests as long again at 5
       `step ${i + 1} started ${next.startedMs - prev.endedMs} ms after a step of ${prev.endedMs - prev.startedMs} ms`,
     );
   }
+});
+
+test('a slice with time before the next is due is summed over half of it, resting between steps', async () => {
+  const { pool } = await createTestDatabase();
+  const { slice } = await fourStepSlice(pool, 'deadline');
+  // Retention keeps occurrences 30 days: the slice after it comes due 8 s after this clock.
+  const budgetMs = 8_000;
+  const clock = new FakeClock(new Date(day(-34 + 1 + 30).getTime() - budgetMs));
+  const steps: { startedMs: number; endedMs: number }[] = [];
+  const m = new Maintenance({
+    pool,
+    log,
+    clock,
+    leaseName: 'occurrence-slices-deadline',
+    dutyCycle: 1,
+    onBatch: (b) => {
+      if (b.table === 'occurrences' && b.wholeSlice === true) steps.push(b);
+    },
+  });
+  const started = performance.now();
+  await m.runPass();
+  await m.stop();
+  assert.equal(steps.length, 4);
+  assert.ok(!(await occurrenceSliceList(pool)).some((x) => x.name === slice.name));
+  // Four steps of six hours each spread over the 4 s planned (half the 8 s): cycles of ~1, ~1.2
+  // and ~1.5 s after the first three (each its share of the fire time left), none after the last.
+  // Unpaced at a duty cycle of 1 they follow each other at once (the test above at 50 %).
+  for (let i = 1; i < steps.length; i++) {
+    const prev = steps[i - 1] as (typeof steps)[number];
+    const next = steps[i] as (typeof steps)[number];
+    assert.ok(
+      next.startedMs - prev.endedMs >= 500,
+      `step ${i + 1} started ${next.startedMs - prev.endedMs} ms after`,
+    );
+  }
+  const last = steps.at(-1) as (typeof steps)[number];
+  assert.ok(last.endedMs - started < budgetMs, `summed ${last.endedMs - started} ms after the pass began`);
 });
 
 test('slices are attached two days ahead of the clock, after fire times that outran them', async () => {
