@@ -494,6 +494,8 @@ test('a bad retention configuration or pacing is refused, naming the field, befo
     [{ dutyCycle: 0 }, /^dutyCycle: 0 must be in \(0, 1\]/],
     [{ sliceSumDutyCycle: 1.5 }, /^sliceSumDutyCycle: 1.5 must be in \(0, 1\]/],
     [{ sliceSumDutyCycle: Number.NaN }, /^sliceSumDutyCycle: NaN must be in \(0, 1\]/],
+    // From JavaScript, where nothing checks the option's type.
+    [{ spreadSlices: 'no' as unknown as boolean }, /^spreadSlices: "no" must be true or false/],
   ] as const) {
     assert.throws(
       () => new Maintenance({ pool: db.pool, log, ...options }),

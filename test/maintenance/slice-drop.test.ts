@@ -6,6 +6,7 @@
  * override that keeps succeeded jobs longer go row by row; a stale fence drops nothing.
  */
 import assert from 'node:assert/strict';
+import { performance } from 'node:perf_hooks';
 import { test } from 'node:test';
 import { FakeClock } from '../../src/clock.ts';
 import { createLogger } from '../../src/log.ts';
@@ -212,6 +213,117 @@ test('a drop that finds jobs_done busy goes on the next pass without deleting th
     batches.filter((b) => b.wholeSlice === true).map((b) => b.deleted),
     [ids.length],
   );
+});
+
+/**
+ * Slice a due, with 12 jobs in four groups of three spread over its ids; slice b after it closed
+ * and due `dueInMs` after T. The first slice, empty, is dropped so that slice a is the first walked.
+ */
+async function dueBeforeNext(s: Setup, dueInMs: number): Promise<number[]> {
+  const [a, b] = s.at as [number, number];
+  const ids: number[] = [];
+  for (const from of [a + 1, a + 26, a + 51, a + 76]) ids.push(...(await s.jobsAt(from, old(3))));
+  await s.jobsAt(b + 1, [{ state: 'succeeded', at: new Date(T.getTime() - 7 * DAY_MS + dueInMs) }]);
+  await s.pool.query(`SELECT setval('jobs_id_seq', $1)`, [a + 3 * SIZE]);
+  await s.pool.query('ALTER TABLE jobs_done DETACH PARTITION jobs_done_0');
+  await s.pool.query('DROP TABLE jobs_done_0');
+  return ids;
+}
+
+test("a due slice's children go over half the time until the next slice is due, resting between batches", async () => {
+  const s = await setup();
+  const budgetMs = 8_000;
+  const ids = await dueBeforeNext(s, budgetMs);
+  const batches: { sliceJobs?: number; startedMs: number; endedMs: number }[] = [];
+  const m = new Maintenance({
+    pool: s.pool,
+    log,
+    clock: new FakeClock(T),
+    sliceIds: SIZE,
+    dutyCycle: 1,
+    batchSize: 3,
+    onBatch: (b) => {
+      // Slice a's (the empty slice after b, closed and due, follows with a batch of none).
+      if (b.sliceJobs !== undefined && batches.length < 5) batches.push(b);
+    },
+  });
+  const started = performance.now();
+  const pass = await m.runPass();
+  await m.stop();
+  assert.equal(pass.deleted.jobs, ids.length);
+  assert.ok(!(await s.slices()).includes(`jobs_done_${s.at[0]}`));
+  // Four batches of three jobs and the one that finds the slice's end. Each cycle is its part of the
+  // ids left times half the time left: ~0.16, ~1.0, ~1.2 and ~1.5 s of the 4 s planned. Unpaced at a
+  // duty cycle of 1 they follow each other at once (the next slice due already, the tests above).
+  assert.deepEqual(
+    batches.map((b) => b.sliceJobs),
+    [3, 3, 3, 3, 0],
+  );
+  for (let i = 2; i < batches.length; i++) {
+    const prev = batches[i - 1] as (typeof batches)[number];
+    const next = batches[i] as (typeof batches)[number];
+    assert.ok(
+      next.startedMs - prev.endedMs >= 500,
+      `batch ${i + 1} started ${next.startedMs - prev.endedMs} ms after`,
+    );
+  }
+  const last = batches.at(-1) as (typeof batches)[number];
+  assert.ok(last.endedMs - started < budgetMs, `done ${last.endedMs - started} ms after the pass began`);
+});
+
+test('with spreadSlices off, the same children go at the duty cycle though the next slice is 8 s away', async () => {
+  const s = await setup();
+  const ids = await dueBeforeNext(s, 8_000);
+  const batches: { sliceJobs?: number; startedMs: number; endedMs: number }[] = [];
+  const m = new Maintenance({
+    pool: s.pool,
+    log,
+    clock: new FakeClock(T),
+    sliceIds: SIZE,
+    dutyCycle: 1,
+    batchSize: 3,
+    spreadSlices: false,
+    onBatch: (b) => {
+      if (b.sliceJobs !== undefined && batches.length < 5) batches.push(b);
+    },
+  });
+  const pass = await m.runPass();
+  await m.stop();
+  assert.equal(pass.deleted.jobs, ids.length);
+  // Paced (the test above) the rests add up to ~3.9 s; at a duty cycle of 1 there are none.
+  let rests = 0;
+  for (let i = 1; i < batches.length; i++) {
+    rests += (batches[i]?.startedMs ?? 0) - (batches[i - 1]?.endedMs ?? 0);
+  }
+  assert.ok(rests < 1_000, `rests of ${rests} ms`);
+});
+
+test("a pass's time for a slice's children up, the next pass goes on from where it stopped", async () => {
+  const s = await setup();
+  const ids = await dueBeforeNext(s, 3_600_000);
+  const batches: { sliceJobs?: number; wholeSlice?: boolean; deleted: number }[] = [];
+  const m = new Maintenance({
+    pool: s.pool,
+    log,
+    clock: new FakeClock(T),
+    sliceIds: SIZE,
+    dutyCycle: 1,
+    batchSize: 3,
+    sliceSumPassMs: 1,
+    onBatch: (b) => batches.push(b),
+  });
+  const passes: number[] = [];
+  while (passes.length < 10 && (await s.slices()).includes(`jobs_done_${s.at[0]}`)) {
+    passes.push((await m.runPass()).deleted.jobs);
+  }
+  await m.stop();
+  // A batch a pass (its rest cut to the pass's time), none read twice, then the drop.
+  assert.deepEqual(passes, [0, 0, 0, 0, ids.length]);
+  assert.deepEqual(
+    batches.filter((b) => b.sliceJobs !== undefined).map((b) => b.sliceJobs),
+    [3, 3, 3, 3, 0],
+  );
+  assert.equal(await count(s.pool, 'SELECT count(*) FROM job_attempts WHERE job_id = ANY ($1)', [ids]), 0);
 });
 
 test('a stale fence deletes no child and drops no slice', async () => {
