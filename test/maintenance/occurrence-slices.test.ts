@@ -13,7 +13,7 @@ import { performance } from 'node:perf_hooks';
 import { test } from 'node:test';
 import { FakeClock } from '../../src/clock.ts';
 import { createLogger } from '../../src/log.ts';
-import { Maintenance } from '../../src/maintenance/maintenance.ts';
+import { Maintenance, type MaintenanceOptions, type PruneBatch } from '../../src/maintenance/maintenance.ts';
 import {
   occurrenceSliceSpanS,
   retentionPlan,
@@ -36,7 +36,14 @@ import { occurrenceListBySchedule, type Fence } from '../../src/store/occurrence
 import { withTransaction, type Pool } from '../../src/store/pool.ts';
 import { historyOldestRows } from '../../src/store/stats.ts';
 import { createTestDatabase } from '../support/db.ts';
-import { count, DAY_MS, insertOccurrences, insertSchedule, type OccurrenceSpec } from './support.ts';
+import {
+  count,
+  DAY_MS,
+  insertOccurrences,
+  insertSchedule,
+  restsBetween,
+  type OccurrenceSpec,
+} from './support.ts';
 
 const log = createLogger('test');
 log.level = 'silent';
@@ -610,71 +617,58 @@ test('a pass sums the ledger for at most sliceSumPassMs and goes on; the next pa
   assert.equal(passes[0]?.walked, 1);
 });
 
-test('a slice is summed at sliceSumDutyCycle: each step rests as long again at 50 %', async () => {
-  const { pool } = await createTestDatabase();
-  const { slice } = await fourStepSlice(pool, 'paced');
-  const steps: { startedMs: number; endedMs: number }[] = [];
+/**
+ * One pass over fourStepSlice's ledger (schedule `name`) by a role with `options` (clock T and a duty
+ * cycle of 1 unless given): the slice's four steps as onBatch saw them, and when the pass began.
+ */
+async function stepsOfPass(
+  pool: Pool,
+  name: string,
+  options: Partial<MaintenanceOptions>,
+): Promise<{ steps: PruneBatch[]; startedMs: number }> {
+  const { slice } = await fourStepSlice(pool, name);
+  const steps: PruneBatch[] = [];
   const m = new Maintenance({
     pool,
     log,
     clock: new FakeClock(T),
-    leaseName: 'occurrence-slices-paced',
+    leaseName: `occurrence-slices-${name}`,
     dutyCycle: 1,
-    sliceSumDutyCycle: 0.5,
+    ...options,
     onBatch: (b) => {
       if (b.table === 'occurrences' && b.wholeSlice === true) steps.push(b);
     },
   });
+  const startedMs = performance.now();
   await m.runPass();
   await m.stop();
   assert.equal(steps.length, 4);
   assert.ok(!(await occurrenceSliceList(pool)).some((x) => x.name === slice.name));
-  for (let i = 1; i < steps.length; i++) {
-    const prev = steps[i - 1] as (typeof steps)[number];
-    const next = steps[i] as (typeof steps)[number];
+  return { steps, startedMs };
+}
+
+test('a slice is summed at sliceSumDutyCycle: each step rests as long again at 50 %', async () => {
+  const { pool } = await createTestDatabase();
+  const { steps } = await stepsOfPass(pool, 'paced', { sliceSumDutyCycle: 0.5 });
+  restsBetween(steps).forEach((rest, i) => {
+    const took = (steps[i]?.endedMs ?? 0) - (steps[i]?.startedMs ?? 0);
     // A timer may fire up to a millisecond early by performance.now().
-    assert.ok(
-      next.startedMs - prev.endedMs >= prev.endedMs - prev.startedMs - 1.5,
-      `step ${i + 1} started ${next.startedMs - prev.endedMs} ms after a step of ${prev.endedMs - prev.startedMs} ms`,
-    );
-  }
+    assert.ok(rest >= took - 1.5, `step ${i + 2} started ${rest} ms after a step of ${took} ms`);
+  });
 });
 
 test('a slice with time before the next is due is summed over half of it, resting between steps', async () => {
   const { pool } = await createTestDatabase();
-  const { slice } = await fourStepSlice(pool, 'deadline');
   // Retention keeps occurrences 30 days: the slice after it comes due 8 s after this clock.
   const budgetMs = 8_000;
   const clock = new FakeClock(new Date(day(-34 + 1 + 30).getTime() - budgetMs));
-  const steps: { startedMs: number; endedMs: number }[] = [];
-  const m = new Maintenance({
-    pool,
-    log,
-    clock,
-    leaseName: 'occurrence-slices-deadline',
-    dutyCycle: 1,
-    onBatch: (b) => {
-      if (b.table === 'occurrences' && b.wholeSlice === true) steps.push(b);
-    },
-  });
-  const started = performance.now();
-  await m.runPass();
-  await m.stop();
-  assert.equal(steps.length, 4);
-  assert.ok(!(await occurrenceSliceList(pool)).some((x) => x.name === slice.name));
+  const { steps, startedMs } = await stepsOfPass(pool, 'deadline', { clock });
   // Four steps of six hours each spread over the 4 s planned (half the 8 s): cycles of ~1, ~1.2
   // and ~1.5 s after the first three (each its share of the fire time left), none after the last.
   // Unpaced at a duty cycle of 1 they follow each other at once (the test above at 50 %).
-  for (let i = 1; i < steps.length; i++) {
-    const prev = steps[i - 1] as (typeof steps)[number];
-    const next = steps[i] as (typeof steps)[number];
-    assert.ok(
-      next.startedMs - prev.endedMs >= 500,
-      `step ${i + 1} started ${next.startedMs - prev.endedMs} ms after`,
-    );
-  }
-  const last = steps.at(-1) as (typeof steps)[number];
-  assert.ok(last.endedMs - started < budgetMs, `summed ${last.endedMs - started} ms after the pass began`);
+  restsBetween(steps).forEach((rest, i) => assert.ok(rest >= 500, `step ${i + 2} started ${rest} ms after`));
+  const endedMs = steps.at(-1)?.endedMs ?? Infinity;
+  assert.ok(endedMs - startedMs < budgetMs, `summed ${endedMs - startedMs} ms after the pass began`);
 });
 
 test('slices are attached two days ahead of the clock, after fire times that outran them', async () => {

@@ -10,14 +10,14 @@ import { performance } from 'node:perf_hooks';
 import { test } from 'node:test';
 import { FakeClock } from '../../src/clock.ts';
 import { createLogger } from '../../src/log.ts';
-import { Maintenance } from '../../src/maintenance/maintenance.ts';
+import { Maintenance, type MaintenanceOptions, type PruneBatch } from '../../src/maintenance/maintenance.ts';
 import type { RetentionConfig } from '../../src/maintenance/retention-config.ts';
 import { jobSliceChildrenPrune, jobSliceDropDue } from '../../src/store/job-slice-drop.ts';
 import { jobSliceList, type BoundedSlice } from '../../src/store/job-slices.ts';
 import type { Pool } from '../../src/store/pool.ts';
 import { createTestDatabase } from '../support/db.ts';
 import { attachSlices } from '../support/slices.ts';
-import { count, DAY_MS, insertJobs, type JobSpec } from './support.ts';
+import { count, DAY_MS, insertJobs, restsBetween, type JobSpec } from './support.ts';
 
 const log = createLogger('test');
 log.level = 'silent';
@@ -32,7 +32,8 @@ interface Setup {
   slices: () => Promise<string[]>;
   /** Jobs from id `from` on, one per spec. */
   jobsAt: (from: number, specs: JobSpec[]) => Promise<number[]>;
-  maintenance: (retention?: RetentionConfig) => Maintenance;
+  /** A role at clock T, a duty cycle of 1 and SIZE ids a slice; `options` on top. */
+  maintenance: (retention?: RetentionConfig, options?: Partial<MaintenanceOptions>) => Maintenance;
 }
 
 async function setup(): Promise<Setup> {
@@ -47,7 +48,7 @@ async function setup(): Promise<Setup> {
       await db.pool.query(`SELECT setval('jobs_id_seq', $1, false)`, [from]);
       return insertJobs(db.pool, specs);
     },
-    maintenance: (retention = {}) =>
+    maintenance: (retention = {}, options = {}) =>
       new Maintenance({
         pool: db.pool,
         log,
@@ -55,6 +56,7 @@ async function setup(): Promise<Setup> {
         clock: new FakeClock(T),
         sliceIds: SIZE,
         dutyCycle: 1,
+        ...options,
       }),
   };
 }
@@ -230,88 +232,63 @@ async function dueBeforeNext(s: Setup, dueInMs: number): Promise<number[]> {
   return ids;
 }
 
-test("a due slice's children go over half the time until the next slice is due, resting between batches", async () => {
-  const s = await setup();
-  const budgetMs = 8_000;
-  const ids = await dueBeforeNext(s, budgetMs);
-  const batches: { sliceJobs?: number; startedMs: number; endedMs: number }[] = [];
-  const m = new Maintenance({
-    pool: s.pool,
-    log,
-    clock: new FakeClock(T),
-    sliceIds: SIZE,
-    dutyCycle: 1,
-    batchSize: 3,
-    onBatch: (b) => {
-      // Slice a's (the empty slice after b, closed and due, follows with a batch of none).
-      if (b.sliceJobs !== undefined && batches.length < 5) batches.push(b);
+/**
+ * One pass of a role with `options` (batches of 3, clock T) over dueBeforeNext's slices, the next
+ * one due in 8 s: the five statements deleting slice a's children (four of three jobs,
+ * then the one finding its end; the empty slice after b, closed and due, follows with one of none),
+ * and when the pass began.
+ */
+async function childrenPass(
+  s: Setup,
+  options: Partial<MaintenanceOptions>,
+): Promise<{ batches: PruneBatch[]; startedMs: number }> {
+  const ids = await dueBeforeNext(s, 8_000);
+  const batches: PruneBatch[] = [];
+  const m = s.maintenance(
+    {},
+    {
+      batchSize: 3,
+      ...options,
+      onBatch: (b) => {
+        if (b.sliceJobs !== undefined && batches.length < 5) batches.push(b);
+      },
     },
-  });
-  const started = performance.now();
+  );
+  const startedMs = performance.now();
   const pass = await m.runPass();
   await m.stop();
   assert.equal(pass.deleted.jobs, ids.length);
   assert.ok(!(await s.slices()).includes(`jobs_done_${s.at[0]}`));
-  // Four batches of three jobs and the one that finds the slice's end. Each cycle is its part of the
-  // ids left times half the time left: ~0.16, ~1.0, ~1.2 and ~1.5 s of the 4 s planned. Unpaced at a
-  // duty cycle of 1 they follow each other at once (the next slice due already, the tests above).
   assert.deepEqual(
     batches.map((b) => b.sliceJobs),
     [3, 3, 3, 3, 0],
   );
-  for (let i = 2; i < batches.length; i++) {
-    const prev = batches[i - 1] as (typeof batches)[number];
-    const next = batches[i] as (typeof batches)[number];
-    assert.ok(
-      next.startedMs - prev.endedMs >= 500,
-      `batch ${i + 1} started ${next.startedMs - prev.endedMs} ms after`,
-    );
-  }
-  const last = batches.at(-1) as (typeof batches)[number];
-  assert.ok(last.endedMs - started < budgetMs, `done ${last.endedMs - started} ms after the pass began`);
+  return { batches, startedMs };
+}
+
+test("a due slice's children go over half the time until the next slice is due, resting between batches", async () => {
+  const { batches, startedMs } = await childrenPass(await setup(), {});
+  // Each cycle is its part of the ids left times half the time left: ~0.16, ~1.0, ~1.2 and ~1.5 s
+  // of the 4 s planned. Unpaced at a duty cycle of 1 they follow each other at once (the next test).
+  restsBetween(batches)
+    .slice(1)
+    .forEach((rest, i) => assert.ok(rest >= 500, `batch ${i + 3} started ${rest} ms after`));
+  const endedMs = batches.at(-1)?.endedMs ?? Infinity;
+  assert.ok(endedMs - startedMs < 8_000, `done ${endedMs - startedMs} ms after the pass began`);
 });
 
 test('with spreadSlices off, the same children go at the duty cycle though the next slice is 8 s away', async () => {
-  const s = await setup();
-  const ids = await dueBeforeNext(s, 8_000);
-  const batches: { sliceJobs?: number; startedMs: number; endedMs: number }[] = [];
-  const m = new Maintenance({
-    pool: s.pool,
-    log,
-    clock: new FakeClock(T),
-    sliceIds: SIZE,
-    dutyCycle: 1,
-    batchSize: 3,
-    spreadSlices: false,
-    onBatch: (b) => {
-      if (b.sliceJobs !== undefined && batches.length < 5) batches.push(b);
-    },
-  });
-  const pass = await m.runPass();
-  await m.stop();
-  assert.equal(pass.deleted.jobs, ids.length);
+  const { batches } = await childrenPass(await setup(), { spreadSlices: false });
   // Paced (the test above) the rests add up to ~3.9 s; at a duty cycle of 1 there are none.
-  let rests = 0;
-  for (let i = 1; i < batches.length; i++) {
-    rests += (batches[i]?.startedMs ?? 0) - (batches[i - 1]?.endedMs ?? 0);
-  }
+  const rests = restsBetween(batches).reduce((a, b) => a + b, 0);
   assert.ok(rests < 1_000, `rests of ${rests} ms`);
 });
 
 test("a pass's time for a slice's children up, the next pass goes on from where it stopped", async () => {
   const s = await setup();
   const ids = await dueBeforeNext(s, 3_600_000);
-  const batches: { sliceJobs?: number; wholeSlice?: boolean; deleted: number }[] = [];
-  const m = new Maintenance({
-    pool: s.pool,
-    log,
-    clock: new FakeClock(T),
-    sliceIds: SIZE,
-    dutyCycle: 1,
-    batchSize: 3,
-    sliceSumPassMs: 1,
-    onBatch: (b) => batches.push(b),
-  });
+  const batches: PruneBatch[] = [];
+  const m = s.maintenance({}, { batchSize: 3, sliceSumPassMs: 1, onBatch: (b) => batches.push(b) });
   const passes: number[] = [];
   while (passes.length < 10 && (await s.slices()).includes(`jobs_done_${s.at[0]}`)) {
     passes.push((await m.runPass()).deleted.jobs);

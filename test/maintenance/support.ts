@@ -99,3 +99,8 @@ export async function count(db: Queryable, sql: string, values: unknown[] = []):
   const { rows } = await db.query<{ n: number }>(`SELECT (${sql})::int AS n`, values);
   return rows[0]?.n ?? 0;
 }
+
+/** Statements as onBatch reports them: the time from each one's end to the next one's start. */
+export function restsBetween(statements: readonly { startedMs: number; endedMs: number }[]): number[] {
+  return statements.slice(1).map((s, i) => s.startedMs - (statements[i]?.endedMs ?? s.startedMs));
+}
