@@ -478,6 +478,26 @@ export class Maintenance {
     return r;
   }
 
+  /**
+   * The duty cycle of a step through a due slice that took `ms` and went through `step` of it (null:
+   * unknown, or the slice's end): spread over the time until `nextDueMs` (slice-pace.ts) unless
+   * spreadSlices is off, at most `cap`, and never resting past `untilMs`, the pass's time for the
+   * slice: the pass goes on with the rest of its pruning, and the next one with this slice.
+   */
+  #slicePace(
+    ms: number,
+    step: { done: number; left: number } | null,
+    nextDueMs: number,
+    untilMs: number,
+    cap: number,
+  ): number {
+    const duty =
+      step === null || !this.#spreadSlices
+        ? cap
+        : slicePaceDuty({ ms, ...step }, (nextDueMs - performance.now()) / 1000, cap);
+    return Math.max(duty, ms / (ms + Math.max(0, untilMs - performance.now())));
+  }
+
   /** Rests after a statement that began at `started`, so this role takes `dutyCycle` of a connection. */
   async #rest(started: number, dutyCycle: number): Promise<void> {
     const rest = (performance.now() - started) * (1 / dutyCycle - 1);
@@ -634,17 +654,14 @@ export class Maintenance {
         (r) => r.attempts,
         count,
         (r) => ({ sliceJobs: r.jobs }),
-        (r, ms) => {
-          const duty =
-            r.jobs < this.#batchSize || !this.#spreadSlices
-              ? this.#dutyCycle
-              : slicePaceDuty(
-                  { ms, done: r.lastId - cursor, left: slice.to - 1 - r.lastId },
-                  (nextDueMs - performance.now()) / 1000,
-                  this.#dutyCycle,
-                );
-          return Math.max(duty, ms / (ms + Math.max(0, until - performance.now())));
-        },
+        (r, ms) =>
+          this.#slicePace(
+            ms,
+            r.jobs < this.#batchSize ? null : { done: r.lastId - cursor, left: slice.to - 1 - r.lastId },
+            nextDueMs,
+            until,
+            this.#dutyCycle,
+          ),
       );
       if (r === null) return 'lost';
       count('job_effects', r.effects, performance.now());
@@ -735,19 +752,14 @@ export class Maintenance {
           (r) => r.rows ?? 0,
           count,
           () => ({ wholeSlice: true }),
-          (r, ms) => {
-            const duty =
-              r.span === undefined || !this.#spreadSlices
-                ? this.#sliceSumDutyCycle
-                : slicePaceDuty(
-                    { ms, done: r.span.stepS, left: r.span.leftS },
-                    (nextDueMs - performance.now()) / 1000,
-                    this.#sliceSumDutyCycle,
-                  );
-            // No rest past the pass's time for sums: the pass goes on with the rest of its pruning,
-            // and the next one with this slice.
-            return Math.max(duty, ms / (ms + Math.max(0, until - performance.now())));
-          },
+          (r, ms) =>
+            this.#slicePace(
+              ms,
+              r.span === undefined ? null : { done: r.span.stepS, left: r.span.leftS },
+              nextDueMs,
+              until,
+              this.#sliceSumDutyCycle,
+            ),
         );
         if (step === null) return 'lost';
         rows += step.rows ?? 0;
