@@ -16,13 +16,14 @@
  *   same full page (an empty database returns no rows at all, and that measures nothing);
  * - history: the whole history, retention off;
  * - week: the same database while the maintenance role prunes it as in a week at the source's
- *   rate, at its default pacing: its clock for retention (WeekClock) starts where the oldest row
- *   comes due and runs 35 times as fast as real time while the role runs, so rows come due at 500
+ *   rate: its clock for retention (WeekClock) starts where the oldest slice of succeeded jobs comes
+ *   due whole and runs 35 times as fast as real time while the role runs, so rows come due at 500
  *   jobs a second, with their occurrences (kept 7 days here, not 30, since the history holds 8) and
- *   attempts. Succeeded jobs wait for their slice, which goes whole every 5.6 hours of that clock,
- *   and occurrences for theirs, a day of fire time; the measurements do not run that long, so the
- *   week prunes the dead and cancelled jobs and attempts row by row, and dropping slices is
- *   measured by the next column;
+ *   attempts. The role drops that slice, its attempts first, and sums and drops the ledger's days
+ *   as they come due, all at the duty cycle (the cap, where a live role spreads them: its pace is
+ *   planned in real time, which this clock outruns); the next slice of jobs is 5.6 hours of that
+ *   clock on, past the measurements' hour, so the later measurements meet only the rows due one
+ *   by one, as a live role's between slices;
  * - pruning: the same database while the role catches up a backlog at its default retention and
  *   pacing, occurrences kept 7 days as in the week (the oldest day: ~4 slices of jobs and one of the
  *   ledger dropped whole, then a pass whenever one is due), as after downtime or a retention
@@ -42,7 +43,8 @@
  * leaves them) run first, before any measurement adds jobs to the newest slices, on base and
  * history alternately, run by run (median of 20 each), and each reports the pages it touched, which
  * the machine's load does not change. Then the maintenance role runs until a pass deletes less than a
- * batch, and the bench reports the rate it sustained and the disk use left. Last, enqueue → start in
+ * batch, and the bench reports the disk use left; then again with a day more due (retention 6 days),
+ * and reports the rate it sustained alone. Last, enqueue → start in
  * runs of 4,000 jobs while the oldest day's slice of the occurrence ledger is summed into the rollups
  * in steps switched on and off every 2 s, then dropped: the jobs sent with the steps on against those
  * sent with them off; after each such run, a control run in the same windows with nothing switched.
@@ -61,7 +63,7 @@ import type { Clock } from '../src/clock.ts';
 import { createLogger } from '../src/log.ts';
 import { MAINTENANCE_DEFAULTS, Maintenance } from '../src/maintenance/maintenance.ts';
 import { slicePaceDuty } from '../src/maintenance/slice-pace.ts';
-import type { RetentionConfig } from '../src/maintenance/retention-config.ts';
+import { RETENTION_DEFAULTS, type RetentionConfig } from '../src/maintenance/retention-config.ts';
 import { Scheduler } from '../src/scheduler/scheduler.ts';
 import {
   historyBacklogPerMinute,
@@ -69,7 +71,7 @@ import {
   historyThroughputPerMinute,
 } from '../src/store/history.ts';
 import { jobCountByState } from '../src/store/job-counts.ts';
-import { JOB_SLICE_IDS, jobSliceAttach } from '../src/store/job-slices.ts';
+import { JOB_SLICE_IDS, jobSliceAttach, jobSliceList } from '../src/store/job-slices.ts';
 import { jobSearch } from '../src/store/job-search.ts';
 import { leaseAcquire, leaseRelease } from '../src/store/leases.ts';
 import {
@@ -563,8 +565,8 @@ type LedgerPace = 'cap' | 'day';
 /**
  * Enqueue → start in one run of PAIR_JOBS jobs while the oldest slice of the ledger is summed into
  * the rollups step by step (store/occurrence-slices.ts), the steps switched on and off in
- * alternating windows of PAIR_WINDOW_MS, paced by `pace` while on (no rest runs past a window's
- * end), as the paired measurement does for the catch-up: jobs sent in an on window against those
+ * alternating windows of PAIR_WINDOW_MS, paced by `pace` while on (a rest that outlasts an on
+ * window goes on in the next), as the paired measurement does for the catch-up: jobs sent in an on window against those
  * sent in an off one. With `drop`, once the run has ended the rest of the slice is summed unpaced
  * and the slice dropped (its drop timed alone); without, the next run goes on with the slice.
  */
@@ -579,6 +581,8 @@ async function latencyBesideLedgerSteps(
   rows: number;
   steps: number;
   busyMs: number;
+  /** Time in on windows. */
+  onMs: number;
   dropMs: number | null;
 }> {
   await fresh(d, 'latency');
@@ -588,7 +592,7 @@ async function latencyBesideLedgerSteps(
   const fence = { lease: 'bench-ledger', holder, epoch: term.epoch };
   const [oldest] = await occurrenceSliceList(d.db.pool);
   if (oldest === undefined) throw new Error('the ledger has no slice');
-  const sum = { rows: 0, steps: 0, busyMs: 0, summed: false };
+  const sum = { rows: 0, steps: 0, busyMs: 0, onMs: 0, summed: false };
   const cap = MAINTENANCE_DEFAULTS.dutyCycle;
   // Every slice older than a day is due at a retention of one day. Returns the share of a
   // connection the step and its rest take.
@@ -608,15 +612,22 @@ async function latencyBesideLedgerSteps(
     );
   };
   try {
+    // The rest owed after the last step: it runs in on windows only, on from where the last one's
+    // ended, so a cycle longer than a window spans windows as the role's spans the day.
+    let restMs = 0;
     const { on, off } = await latencyInWindows(d, onFirst, async (on) => {
       const from = performance.now();
       const left = (): number => Math.max(0, PAIR_WINDOW_MS - (performance.now() - from));
       while (on && !sum.summed && left() > 0) {
         const t0 = performance.now();
-        const cycleMs = await step();
-        await sleep(Math.min(left(), cycleMs - (performance.now() - t0)));
+        if (restMs <= 0) restMs = (await step()) - (performance.now() - t0);
+        else {
+          await sleep(Math.min(left(), restMs));
+          restMs -= performance.now() - t0;
+        }
       }
       await sleep(left());
+      if (on) sum.onMs += performance.now() - from;
       return from;
     });
     if (!drop) return { on: on.map((x) => x.ms), off, ...sum, dropMs: null };
@@ -625,7 +636,7 @@ async function latencyBesideLedgerSteps(
     const r = await occurrenceSliceDropDue(d.db.pool, fence, oldest, null, 86_400);
     const dropMs = performance.now() - t0;
     if (!r.dropped) throw new Error(`the ledger's oldest slice was not dropped: ${JSON.stringify(r)}`);
-    return { on: on.map((x) => x.ms), off, rows: sum.rows, steps: sum.steps, busyMs: sum.busyMs, dropMs };
+    return { on: on.map((x) => x.ms), off, ...sum, dropMs };
   } finally {
     await leaseRelease(d.db.pool, 'bench-ledger', holder, term.epoch);
   }
@@ -833,30 +844,40 @@ class WeekClock implements Clock {
 }
 
 /**
- * The week's role: default pacing, occurrences kept 7 days like succeeded jobs (the history holds 8
- * days, so at the default 30 none would come due, where a live week at the source's rate prunes
- * 500 a second of them), and a WeekClock from when the oldest job left comes due.
+ * The week's role: occurrences kept 7 days like succeeded jobs (the history holds 8 days, so at the
+ * default 30 none would come due, where a live week at the source's rate prunes 500 a second of
+ * them), due slices at the cap (withPruning), and a WeekClock from the moment the oldest slice of
+ * succeeded jobs comes due whole: the measurements run ~2 minutes, ~1 hour of that clock, and a
+ * slice comes due every 5.6 hours of it, so a clock started anywhere else could meet no slice.
  */
 async function weekRole(d: Db): Promise<Role & { clock: WeekClock }> {
+  const oldest = (await jobSliceList(d.db.pool)).find((s) => s.to !== null && s.to > 1);
   const { rows } = await d.db.pool.query<{ at: Date | null }>(
-    `SELECT least((SELECT min(finished_at) FROM jobs WHERE state = 'succeeded'),
-                  (SELECT min(fire_at) FROM occurrences)) AS at`,
+    oldest === undefined
+      ? 'SELECT NULL::timestamptz AS at'
+      : `SELECT max(finished_at) AS at FROM "${oldest.name}"`,
   );
-  const oldest = rows[0]?.at ?? new Date();
+  const newest = rows[0]?.at ?? new Date();
   const perSecond = N / (DAYS * 86_400);
   return {
     retention: { occurrences: '7d' },
-    clock: new WeekClock(new Date(oldest.getTime() + 7 * DAY_MS), SOURCE_JOBS_S / perSecond),
+    clock: new WeekClock(
+      new Date(newest.getTime() + RETENTION_DEFAULTS.succeeded * 1000),
+      SOURCE_JOBS_S / perSecond,
+    ),
   };
 }
 
 /**
- * Runs the maintenance role's passes (default retention, batch and duty cycle) until one deletes
+ * Runs the maintenance role's passes (default batch and duty cycle, `retention`) until one deletes
  * less than a batch: the rate it sustains with nothing else running.
  */
-async function pruneToSteadyState(d: Db): Promise<{ rows: number; seconds: number; passes: number }> {
+async function pruneToSteadyState(
+  d: Db,
+  retention: RetentionConfig,
+): Promise<{ rows: number; seconds: number; passes: number }> {
   // At the cap, as the catch-up: the rate pruning sustains, not the pace a live role would pick.
-  const m = new Maintenance({ pool: d.db.pool, log, sliceIds: SLICE_IDS, spreadSlices: false });
+  const m = new Maintenance({ pool: d.db.pool, log, sliceIds: SLICE_IDS, spreadSlices: false, retention });
   const t0 = performance.now();
   let rows = 0;
   let passes = 0;
@@ -1178,13 +1199,18 @@ export const bench: Bench = async () => {
     if (ONLY.has('pruning')) {
       const batches = (p: Pruned): string =>
         `${p.batchMs.length === 0 ? 'no jobs deleted row by row' : `a jobs batch took p50 ${fmt(median(p.batchMs), 1)} ms, p99 ${fmt(percentile(p.batchMs, 99), 1)} ms`}${p.idle > 0 ? `; found nothing to prune in ${p.idle} measurements` : ''}`;
+      const kinds = (p: Pruned): string => {
+        const n = new Map<string, number>();
+        for (const x of p.spans) n.set(x.kind, (n.get(x.kind) ?? 0) + 1);
+        return [...n].map(([k, v]) => `${k} ×${v.toLocaleString('en')}`).join(', ') || 'none';
+      };
       rows.push({
         group: 'history',
         name: `pruning rate while the week's rows ran`,
         value: rate(weekPruned),
         // Each second of the source's week brings 500 jobs and 500 occurrences due, and attempts.
         target: `≈ ${(2 * SOURCE_JOBS_S).toLocaleString('en')}+ rows/s due`,
-        note: `${weekPruned.rows.toLocaleString('en')} rows in ${fmt(weekPruned.seconds, 1)} s at the default duty cycle (${fmt(MAINTENANCE_DEFAULTS.dutyCycle * 100)} %), the week's clock ${fmt((week.clock.ranS * week.clock.speed) / 3600, 1)} h on from the first row due; a slice of succeeded jobs goes whole when its last job is due, every ${fmt(SLICE_IDS / (N / (DAYS * 86_400)) / 3600, 1)} h of that clock; ${batches(weekPruned)}`,
+        note: `${weekPruned.rows.toLocaleString('en')} rows in ${fmt(weekPruned.seconds, 1)} s at the default duty cycle (${fmt(MAINTENANCE_DEFAULTS.dutyCycle * 100)} %), the week's clock ${fmt((week.clock.ranS * week.clock.speed) / 3600, 1)} h on from when the oldest slice of succeeded jobs is due whole (the next is due ${fmt(SLICE_IDS / (N / (DAYS * 86_400)) / 3600, 1)} h of that clock later); statements: ${kinds(weekPruned)}; ${batches(weekPruned)}`,
       });
       rows.push({
         group: 'history',
@@ -1193,13 +1219,7 @@ export const bench: Bench = async () => {
         note: `${pruned.rows.toLocaleString('en')} rows of every table in ${fmt(pruned.seconds, 1)} s at the default batch and duty cycle, occurrences kept 7 days; ${batches(pruned)}`,
       });
       say('pruning to steady state…');
-      const steady = await pruneToSteadyState(full);
-      rows.push({
-        group: 'history',
-        name: 'pruning to steady state, nothing else running',
-        value: `${fmt(steady.rows / Math.max(steady.seconds, 1e-9))} rows/s`,
-        note: `${steady.rows.toLocaleString('en')} rows in ${fmt(steady.seconds, 1)} s, ${steady.passes} passes`,
-      });
+      const steady = await pruneToSteadyState(full, catchUp.retention ?? {});
       // What autovacuum would do next; the files keep their size, the freed space is reused.
       await full.db.pool.query(`VACUUM ANALYZE ${TABLES.join(', ')}`);
       const diskAfter = await diskUse(full);
@@ -1218,6 +1238,15 @@ export const bench: Bench = async () => {
             ', ',
           )}; ${gib(before)} before pruning; ~${Math.round((left[0]?.n ?? 0) / 1000) * 1000} jobs left`,
       });
+      // The catch-up may have left nothing due: a day more comes due for a rate alone.
+      say('pruning a day more, nothing else running…');
+      const day = await pruneToSteadyState(full, { succeeded: '6d', occurrences: '6d' });
+      rows.push({
+        group: 'history',
+        name: 'pruning a day more (retention 6 days), nothing else running',
+        value: `${fmt(day.rows / Math.max(day.seconds, 1e-9))} rows/s`,
+        note: `${day.rows.toLocaleString('en')} rows in ${fmt(day.seconds, 1)} s, ${day.passes} passes, after the catch-up's leftovers at 7 days (${steady.rows.toLocaleString('en')} rows in ${fmt(steady.seconds, 1)} s) and the disk row above`,
+      });
     }
     // Last: each trial drops a day of the ledger that the disk figure above still holds.
     if (!ONLY.has('ledger')) return rows;
@@ -1235,6 +1264,7 @@ export const bench: Bench = async () => {
       rows: 0,
       steps: 0,
       busyMs: 0,
+      onMs: 0,
     };
     for (let t = 0; t < TRIALS; t++) {
       say(`latency beside a slice of the ledger summed at a day's pace, trial ${t + 1} of ${TRIALS}…`);
@@ -1245,6 +1275,7 @@ export const bench: Bench = async () => {
       daily.rows += day.rows;
       daily.steps += day.steps;
       daily.busyMs += day.busyMs;
+      daily.onMs += day.onMs;
       say(`latency beside a slice of the ledger summed and dropped, trial ${t + 1} of ${TRIALS}…`);
       const r = await latencyBesideLedgerSteps(full, t % 2 === 0, 'cap', true);
       if (r.dropMs === null) throw new Error('the slice was not dropped');
@@ -1268,7 +1299,7 @@ export const bench: Bench = async () => {
       name: `enqueue → start, a day's slice of the ledger summed at the role's pace with a day to go, switched on and off every ${fmt(PAIR_WINDOW_MS / 1000)} s in one run`,
       value: `p99 ${p(daily.on, 99)} ms on, ${p(daily.off, 99)} ms off`,
       target: '≤ 1.1× off',
-      note: `p99 ${(percentile(daily.on, 99) / percentile(daily.off, 99)).toFixed(2)}×, p50 ${p(daily.on, 50)} / ${p(daily.off, 50)} ms; ${daily.on.length.toLocaleString('en')} jobs sent with the steps on, ${daily.off.length.toLocaleString('en')} off, in ${TRIALS} runs of ${PAIR_JOBS.toLocaleString('en')}; p99 on ÷ off by run ${range(daily.ratios, 2)}; ${daily.rows.toLocaleString('en')} rows in ${daily.steps} steps of ${fmt(daily.busyMs / Math.max(daily.steps, 1), 1)} ms on average; a step's rows read as fire time at the source's ${SOURCE_JOBS_S}/s (${fmt(daily.rows / Math.max(daily.steps, 1) / SOURCE_JOBS_S, 1)} s), the role's cycle is half that (slice-pace.ts), longer than a window: one step at the start of each on window, ${fmt((daily.busyMs / Math.max(daily.steps, 1) / PAIR_WINDOW_MS) * 100, 1)} % of it`,
+      note: `p99 ${(percentile(daily.on, 99) / percentile(daily.off, 99)).toFixed(2)}×, p50 ${p(daily.on, 50)} / ${p(daily.off, 50)} ms; ${daily.on.length.toLocaleString('en')} jobs sent with the steps on, ${daily.off.length.toLocaleString('en')} off, in ${TRIALS} runs of ${PAIR_JOBS.toLocaleString('en')}; p99 on ÷ off by run ${range(daily.ratios, 2)}; ${daily.rows.toLocaleString('en')} rows in ${daily.steps} steps of ${fmt(daily.busyMs / Math.max(daily.steps, 1), 1)} ms on average; a step's rows read as fire time at the source's ${SOURCE_JOBS_S}/s (${fmt(daily.rows / Math.max(daily.steps, 1) / SOURCE_JOBS_S, 1)} s), the role's cycle is half that (slice-pace.ts), its rests going on across on windows: the steps took ${fmt((daily.busyMs / Math.max(daily.onMs, 1)) * 100, 2)} % of the on windows' time`,
     });
     rows.push({
       group: 'history',
