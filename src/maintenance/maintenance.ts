@@ -12,7 +12,7 @@
  * read, and rests between batches so that pruning takes at most `dutyCycle` of one connection's
  * time: the claim path then shares the database with one paced statement, not a stream of them. The
  * work through a due slice (a day of the ledger, a slice of succeeded jobs) rests longer: it is
- * spread over half the time until the next slice is due (slice-pace.ts).
+ * spread evenly over three quarters of the time until the next slice is due (slice-pace.ts).
  */
 import { ConfigError } from '../errors.ts';
 import { hostname } from 'node:os';
@@ -58,7 +58,7 @@ import {
   type WorkflowMarkResult,
 } from '../store/retention.ts';
 import { MaintenanceMetrics, type PrunedTable } from './metrics.ts';
-import { slicePaceDuty } from './slice-pace.ts';
+import { sliceDeadlineMs, slicePaceDuty } from './slice-pace.ts';
 import {
   occurrenceSliceSpanS,
   retentionPlan,
@@ -101,15 +101,15 @@ export interface MaintenanceOptions {
    */
   sliceSumPassMs?: number;
   /**
-   * Largest share of one connection's time the ledger's slice sums take, their pace while the next
-   * slice is due already; default `dutyCycle`. Otherwise a due slice's sum is spread over half the
-   * time until the next one is due (slice-pace.ts; docs/production.md: the claim path meets
-   * every step as a burst of CPU).
+   * Largest share of one connection's time the ledger's slice sums take, their pace when behind
+   * (past the sum's deadline, or the next slice due already); default `dutyCycle`. Otherwise a due
+   * slice's sum is spread evenly over three quarters of the time until the next one is due
+   * (slice-pace.ts; docs/production.md: the claim path meets every step as a burst of CPU).
    */
   sliceSumDutyCycle?: number;
   /**
    * Spread the work through a due slice (a day of the ledger summed, the attempts, effects and keys
-   * of a slice of succeeded jobs deleted) over half the time until the next slice is due (default
+   * of a slice of succeeded jobs deleted) over three quarters of the time until the next slice is due (default
    * true; slice-pace.ts). False: at the duty cycle, as when behind, which frees the slice's disk
    * sooner while the claim path meets a paced statement in one job of ten.
    */
@@ -232,7 +232,16 @@ export class Maintenance {
    * The children of a due slice of succeeded jobs deleted so far: the id the next batch starts after,
    * the jobs read, and whether they are all gone (the slice's drop is next).
    */
-  #children: { name: string; after: number; jobs: number; done: boolean } | null = null;
+  #children: {
+    name: string;
+    after: number;
+    jobs: number;
+    done: boolean;
+    /** When the batches plan to be done (sliceDeadlineMs); null until the first spread batch. */
+    deadlineMs: number | null;
+  } | null = null;
+  /** The ledger's slice being summed, and when its steps plan to be done (sliceDeadlineMs). */
+  #sumDeadline: { name: string; ms: number } | null = null;
   #term: { epoch: number; trustedUntilMs: number } | null = null;
   #loop: Promise<void> | null = null;
   #renewTimer: NodeJS.Timeout | null = null;
@@ -480,21 +489,21 @@ export class Maintenance {
 
   /**
    * The duty cycle of a step through a due slice that took `ms` and went through `step` of it (null:
-   * unknown, or the slice's end): spread over the time until `nextDueMs` (slice-pace.ts) unless
+   * unknown, or the slice's end): spread over the time until `deadlineMs` (slice-pace.ts) unless
    * spreadSlices is off, at most `cap`, and never resting past `untilMs`, the pass's time for the
    * slice: the pass goes on with the rest of its pruning, and the next one with this slice.
    */
   #slicePace(
     ms: number,
     step: { done: number; left: number } | null,
-    nextDueMs: number,
+    deadlineMs: number,
     untilMs: number,
     cap: number,
   ): number {
     const duty =
       step === null || !this.#spreadSlices
         ? cap
-        : slicePaceDuty({ ms, ...step }, (nextDueMs - performance.now()) / 1000, cap);
+        : slicePaceDuty({ ms, ...step }, (deadlineMs - performance.now()) / 1000, cap);
     return Math.max(duty, ms / (ms + Math.max(0, untilMs - performance.now())));
   }
 
@@ -637,15 +646,20 @@ export class Maintenance {
         after: slice.from === null ? 0 : slice.from - 1,
         jobs: 0,
         done: false,
+        deadlineMs: null,
       };
     }
     const progress = this.#children;
     // A drop that found jobs_done busy left the children deleted: no job in the slice gains one since.
     if (progress.done) return progress.jobs;
     const until = performance.now() + this.#sliceSumPassMs;
-    const nextDueMs = this.#spreadSlices
-      ? performance.now() + (await this.#nextSliceDueS(slice, retentionS)) * 1000
-      : 0;
+    // Planned once there is time to spare: until then (the next slice not closed, or due already)
+    // each pass goes at the cap.
+    if (this.#spreadSlices && progress.deadlineMs === null) {
+      const nextDueS = await this.#nextSliceDueS(slice, retentionS);
+      if (nextDueS > 0) progress.deadlineMs = sliceDeadlineMs(performance.now(), nextDueS);
+    }
+    const deadlineMs = progress.deadlineMs ?? 0;
     for (;;) {
       const cursor = progress.after;
       const r = await this.#batch(
@@ -658,7 +672,7 @@ export class Maintenance {
           this.#slicePace(
             ms,
             r.jobs < this.#batchSize ? null : { done: r.lastId - cursor, left: slice.to - 1 - r.lastId },
-            nextDueMs,
+            deadlineMs,
             until,
             this.#dutyCycle,
           ),
@@ -741,8 +755,13 @@ export class Maintenance {
       if (s > occurrenceSliceWaitS(slice)) break;
       from = slice.to;
       if (s > 0 || held) continue;
-      // The time this slice has: until the next one is due (none attached yet: no time to spare).
-      const nextDueMs = read + (dueIn[i + 1] ?? 0) * 1000;
+      // The time this slice has: a share of that until the next one is due, planned at its first
+      // step in this role with time to spare (none attached yet, or due already: the cap).
+      const nextDueS = dueIn[i + 1] ?? 0;
+      if (this.#sumDeadline?.name !== slice.name && nextDueS > 0) {
+        this.#sumDeadline = { name: slice.name, ms: sliceDeadlineMs(read, nextDueS) };
+      }
+      const deadlineMs = this.#sumDeadline?.name === slice.name ? this.#sumDeadline.ms : 0;
       let rows = 0;
       let summed = false;
       for (;;) {
@@ -756,7 +775,7 @@ export class Maintenance {
             this.#slicePace(
               ms,
               r.span === undefined ? null : { done: r.span.stepS, left: r.span.leftS },
-              nextDueMs,
+              deadlineMs,
               until,
               this.#sliceSumDutyCycle,
             ),

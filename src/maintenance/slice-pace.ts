@@ -3,16 +3,26 @@
  * into the rollups, the attempts, effects and keys of a slice of succeeded jobs deleted before the
  * slice is dropped): by the time it has, not as fast as it may. A day's slice of the ledger at the
  * source document's 500 occurrences a second is ~17,000 steps of ~20 ms; at the 10 % cap they fill
- * ~50 minutes, and the claim path meets a step in one job of ten. Spread over half of the day before
- * the next slice is due, the steps take ~0.8 % of a connection, and about one job in a hundred meets
- * one.
+ * ~50 minutes, and the claim path meets a step in one job of ten. Spread evenly over three quarters
+ * of the day before the next slice is due, the steps take ~0.5 % of a connection.
  */
 
 /**
  * The share of the time before the next slice is due that the role plans to spend on the slice
- * before it: half, so a pass skipped or a slow step leaves room to finish.
+ * before it: three quarters, so a role that was down or slow for a quarter of it still finishes
+ * before the next slice is due.
  */
-export const SLICE_PACE_BUDGET_SHARE = 0.5;
+export const SLICE_PACE_BUDGET_SHARE = 0.75;
+
+/**
+ * When the role plans to be done with a slice it starts on at `nowMs`, the next slice due in
+ * `nextDueS`: a fixed deadline, so the steps spread evenly up to it. Planning each step by a share
+ * of the time then left never reaches its own deadline: at a half, a quarter of a day's slice would
+ * be left for the last half of the day.
+ */
+export function sliceDeadlineMs(nowMs: number, nextDueS: number): number {
+  return nowMs + Math.max(0, nextDueS) * 1000 * SLICE_PACE_BUDGET_SHARE;
+}
 
 export interface SliceStepDone {
   /** Wall time the step took. */
@@ -25,12 +35,12 @@ export interface SliceStepDone {
 
 /**
  * The share of a connection a step through a due slice takes, its rest included: the cycle of step
- * and rest is the step's part of what is left of the slice, times SLICE_PACE_BUDGET_SHARE of
- * `budgetS` (seconds until the next slice is due). At most `cap`, which is the pace when the role is
- * behind (the next slice due already) and after the slice's last step.
+ * and rest is the step's part of what is left of the slice, times `budgetS` (seconds until the
+ * deadline, sliceDeadlineMs). At most `cap`, which is the pace when the role is behind (the deadline
+ * passed) and after the slice's last step.
  */
 export function slicePaceDuty(step: SliceStepDone, budgetS: number, cap: number): number {
   if (step.left <= 0 || step.done <= 0 || budgetS <= 0) return cap;
-  const cycleMs = budgetS * 1000 * SLICE_PACE_BUDGET_SHARE * (step.done / (step.done + step.left));
+  const cycleMs = budgetS * 1000 * (step.done / (step.done + step.left));
   return Math.min(cap, step.ms / Math.max(cycleMs, step.ms));
 }

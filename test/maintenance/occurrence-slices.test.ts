@@ -657,14 +657,14 @@ test('a slice is summed at sliceSumDutyCycle: each step rests as long again at 5
   });
 });
 
-test('a slice with time before the next is due is summed over half of it, resting between steps', async () => {
+test('a slice with time before the next is due is summed evenly over three quarters of it, resting between steps', async () => {
   const { pool } = await createTestDatabase();
   // Retention keeps occurrences 30 days: the slice after it comes due 8 s after this clock.
   const budgetMs = 8_000;
   const clock = new FakeClock(new Date(day(-34 + 1 + 30).getTime() - budgetMs));
   const { steps, startedMs } = await stepsOfPass(pool, 'deadline', { clock });
-  // Four steps of six hours each spread over the 4 s planned (half the 8 s): cycles of ~1, ~1.2
-  // and ~1.5 s after the first three (each its share of the fire time left), none after the last.
+  // Four steps of six hours each spread evenly over the 6 s planned (three quarters of the 8 s):
+  // cycles of ~1.5 s after the first three, none after the last.
   // Unpaced at a duty cycle of 1 they follow each other at once (the test above at 50 %).
   restsBetween(steps).forEach((rest, i) => assert.ok(rest >= 500, `step ${i + 2} started ${rest} ms after`));
   const endedMs = steps.at(-1)?.endedMs ?? Infinity;

@@ -266,10 +266,10 @@ async function childrenPass(
   return { batches, startedMs };
 }
 
-test("a due slice's children go over half the time until the next slice is due, resting between batches", async () => {
+test("a due slice's children go evenly over three quarters of the time until the next slice is due, resting between batches", async () => {
   const { batches, startedMs } = await childrenPass(await setup(), {});
-  // Each cycle is its part of the ids left times half the time left: ~0.16, ~1.0, ~1.2 and ~1.5 s
-  // of the 4 s planned. Unpaced at a duty cycle of 1 they follow each other at once (the next test).
+  // Each cycle is its part of the ids left times the time left of the 6 s planned: ~0.2 s for the
+  // first batch's 3 ids, then ~1.5 s for each 25. Unpaced at a duty cycle of 1 they follow each other at once (the next test).
   restsBetween(batches)
     .slice(1)
     .forEach((rest, i) => assert.ok(rest >= 500, `batch ${i + 3} started ${rest} ms after`));
@@ -279,7 +279,7 @@ test("a due slice's children go over half the time until the next slice is due, 
 
 test('with spreadSlices off, the same children go at the duty cycle though the next slice is 8 s away', async () => {
   const { batches } = await childrenPass(await setup(), { spreadSlices: false });
-  // Paced (the test above) the rests add up to ~3.9 s; at a duty cycle of 1 there are none.
+  // Paced (the test above) the rests add up to ~4.5 s; at a duty cycle of 1 there are none.
   const rests = restsBetween(batches).reduce((a, b) => a + b, 0);
   assert.ok(rests < 1_000, `rests of ${rests} ms`);
 });
@@ -294,8 +294,9 @@ test("a pass's time for a slice's children up, the next pass goes on from where 
     passes.push((await m.runPass()).deleted.jobs);
   }
   await m.stop();
-  // A batch a pass (its rest cut to the pass's time), none read twice, then the drop.
-  assert.deepEqual(passes, [0, 0, 0, 0, ids.length]);
+  // A batch or two a pass (its rest cut to the pass's time), none read twice, then the drop.
+  assert.ok(passes.length >= 3, `dropped in pass ${passes.length}`);
+  assert.deepEqual(passes, [...passes.slice(0, -1).map(() => 0), ids.length]);
   assert.deepEqual(
     batches.filter((b) => b.sliceJobs !== undefined).map((b) => b.sliceJobs),
     [3, 3, 3, 3, 0],
