@@ -44,10 +44,10 @@
  * history alternately, run by run (median of 20 each), and each reports the pages it touched, which
  * the machine's load does not change. Then the maintenance role runs until a pass deletes less than a
  * batch, and the bench reports the disk use left; then again with a day more due (retention 6 days),
- * and reports the rate it sustained alone. Last, enqueue → start in
- * runs of 4,000 jobs while the oldest day's slice of the occurrence ledger is summed into the rollups
- * in steps switched on and off every 2 s, then dropped: the jobs sent with the steps on against those
- * sent with them off; after each such run, a control run in the same windows with nothing switched.
+ * and reports the rate it sustained alone. Last, enqueue → start in runs of 4,000 jobs while the
+ * oldest day's slice of the occurrence ledger is summed into the rollups in steps switched on and
+ * off every 2 s, then dropped: the jobs sent with the steps on against those sent with them off;
+ * after each such run, a control run in the same windows with nothing switched.
  *
  * BENCH_HISTORY_TRIALS sets the trials (default 3), BENCH_HISTORY_ONLY the measurements (default
  * `drain,latency,burst,queries,pruning,paired,ledger`; without `pruning` neither the two pruning
@@ -566,9 +566,10 @@ type LedgerPace = 'cap' | 'day';
  * Enqueue → start in one run of PAIR_JOBS jobs while the oldest slice of the ledger is summed into
  * the rollups step by step (store/occurrence-slices.ts), the steps switched on and off in
  * alternating windows of PAIR_WINDOW_MS, paced by `pace` while on (a rest that outlasts an on
- * window goes on in the next), as the paired measurement does for the catch-up: jobs sent in an on window against those
- * sent in an off one. With `drop`, once the run has ended the rest of the slice is summed unpaced
- * and the slice dropped (its drop timed alone); without, the next run goes on with the slice.
+ * window goes on in the next), as the paired measurement does for the catch-up: jobs sent in an on
+ * window against those sent in an off one. With `drop`, once the run has ended the rest of the
+ * slice is summed unpaced and the slice dropped (its drop timed alone); without, the next run goes
+ * on with the slice.
  */
 async function latencyBesideLedgerSteps(
   d: Db,
@@ -848,7 +849,7 @@ class WeekClock implements Clock {
  * default 30 none would come due, where a live week at the source's rate prunes 500 a second of
  * them), due slices at the cap (withPruning), and a WeekClock from the moment the oldest slice of
  * succeeded jobs comes due whole: the measurements run ~2 minutes, ~1 hour of that clock, and a
- * slice comes due every 5.6 hours of it, so a clock started anywhere else could meet no slice.
+ * slice comes due every 5.6 hours of it, so a clock that starts elsewhere may meet none.
  */
 async function weekRole(d: Db): Promise<Role & { clock: WeekClock }> {
   const oldest = (await jobSliceList(d.db.pool)).find((s) => s.to !== null && s.to > 1);

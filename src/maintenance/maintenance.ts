@@ -109,9 +109,9 @@ export interface MaintenanceOptions {
   sliceSumDutyCycle?: number;
   /**
    * Spread the work through a due slice (a day of the ledger summed, the attempts, effects and keys
-   * of a slice of succeeded jobs deleted) over three quarters of the time until the next slice is due (default
-   * true; slice-pace.ts). False: at the duty cycle, as when behind, which frees the slice's disk
-   * sooner while the claim path meets a paced statement in one job of ten.
+   * of a slice of succeeded jobs deleted) evenly over three quarters of the time until the next
+   * slice is due (default true; slice-pace.ts). False: at the duty cycle, as when behind, which
+   * frees the slice's disk sooner while the claim path meets a paced statement in one job of ten.
    */
   spreadSlices?: boolean;
   /** Called after every statement that deleted rows (tests and benches observe progress). */

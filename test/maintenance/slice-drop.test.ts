@@ -269,7 +269,8 @@ async function childrenPass(
 test("a due slice's children go evenly over three quarters of the time until the next slice is due, resting between batches", async () => {
   const { batches, startedMs } = await childrenPass(await setup(), {});
   // Each cycle is its part of the ids left times the time left of the 6 s planned: ~0.2 s for the
-  // first batch's 3 ids, then ~1.5 s for each 25. Unpaced at a duty cycle of 1 they follow each other at once (the next test).
+  // first batch's 3 ids, then ~1.5 s for each 25. Unpaced at a duty cycle of 1 they follow each
+  // other at once (the next test).
   restsBetween(batches)
     .slice(1)
     .forEach((rest, i) => assert.ok(rest >= 500, `batch ${i + 3} started ${rest} ms after`));
