@@ -71,7 +71,8 @@ import {
   historyThroughputPerMinute,
 } from '../src/store/history.ts';
 import { jobCountByState } from '../src/store/job-counts.ts';
-import { JOB_SLICE_IDS, jobSliceAttach, jobSliceList } from '../src/store/job-slices.ts';
+import { jobSliceDue } from '../src/store/job-slice-drop.ts';
+import { JOB_SLICE_IDS, jobSliceAttach, jobSliceList, type BoundedSlice } from '../src/store/job-slices.ts';
 import { jobSearch } from '../src/store/job-search.ts';
 import { leaseAcquire, leaseRelease } from '../src/store/leases.ts';
 import {
@@ -852,20 +853,16 @@ class WeekClock implements Clock {
  * slice comes due every 5.6 hours of it, so a clock that starts elsewhere may meet none.
  */
 async function weekRole(d: Db): Promise<Role & { clock: WeekClock }> {
-  const oldest = (await jobSliceList(d.db.pool)).find((s) => s.to !== null && s.to > 1);
-  const { rows } = await d.db.pool.query<{ at: Date | null }>(
+  const oldest = (await jobSliceList(d.db.pool)).find((s): s is BoundedSlice => s.to !== null && s.to > 1);
+  const now = new Date();
+  const due =
     oldest === undefined
-      ? 'SELECT NULL::timestamptz AS at'
-      : `SELECT max(finished_at) AS at FROM "${oldest.name}"`,
-  );
-  const newest = rows[0]?.at ?? new Date();
+      ? 0
+      : (await jobSliceDue(d.db.pool, oldest, now, RETENTION_DEFAULTS.succeeded)).dueInS;
   const perSecond = N / (DAYS * 86_400);
   return {
     retention: { occurrences: '7d' },
-    clock: new WeekClock(
-      new Date(newest.getTime() + RETENTION_DEFAULTS.succeeded * 1000),
-      SOURCE_JOBS_S / perSecond,
-    ),
+    clock: new WeekClock(new Date(now.getTime() + due * 1000), SOURCE_JOBS_S / perSecond),
   };
 }
 

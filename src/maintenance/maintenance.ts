@@ -237,11 +237,9 @@ export class Maintenance {
     after: number;
     jobs: number;
     done: boolean;
-    /** When the batches plan to be done (sliceDeadlineMs); null until the first spread batch. */
-    deadlineMs: number | null;
   } | null = null;
-  /** The ledger's slice being summed, and when its steps plan to be done (sliceDeadlineMs). */
-  #sumDeadline: { name: string; ms: number } | null = null;
+  /** The slices the ledger's sums and a job slice's children work through, and when each plans to be done. */
+  #deadlines: Record<'sum' | 'children', { name: string; ms: number } | null> = { sum: null, children: null };
   #term: { epoch: number; trustedUntilMs: number } | null = null;
   #loop: Promise<void> | null = null;
   #renewTimer: NodeJS.Timeout | null = null;
@@ -646,20 +644,15 @@ export class Maintenance {
         after: slice.from === null ? 0 : slice.from - 1,
         jobs: 0,
         done: false,
-        deadlineMs: null,
       };
     }
     const progress = this.#children;
     // A drop that found jobs_done busy left the children deleted: no job in the slice gains one since.
     if (progress.done) return progress.jobs;
     const until = performance.now() + this.#sliceSumPassMs;
-    // Planned once there is time to spare: until then (the next slice not closed, or due already)
-    // each pass goes at the cap.
-    if (this.#spreadSlices && progress.deadlineMs === null) {
-      const nextDueS = await this.#nextSliceDueS(slice, retentionS);
-      if (nextDueS > 0) progress.deadlineMs = sliceDeadlineMs(performance.now(), nextDueS);
-    }
-    const deadlineMs = progress.deadlineMs ?? 0;
+    const deadlineMs = await this.#deadline('children', slice.name, () =>
+      this.#nextSliceDueS(slice, retentionS),
+    );
     for (;;) {
       const cursor = progress.after;
       const r = await this.#batch(
@@ -687,6 +680,22 @@ export class Maintenance {
       }
       if (performance.now() >= until) return 'later';
     }
+  }
+
+  /**
+   * When the work of `kind` through slice `name` plans to be done (sliceDeadlineMs): planned once, at
+   * its first step in this role with time to spare, so the steps go evenly up to it. 0 (the cap)
+   * while there is none (`nextDueS`: the next slice not closed, or due already) or spreadSlices is off.
+   */
+  async #deadline(kind: 'sum' | 'children', name: string, nextDueS: () => Promise<number>): Promise<number> {
+    const planned = this.#deadlines[kind];
+    if (planned?.name === name) return planned.ms;
+    if (!this.#spreadSlices) return 0;
+    const s = await nextDueS();
+    if (s <= 0) return 0;
+    const ms = sliceDeadlineMs(performance.now(), s);
+    this.#deadlines[kind] = { name, ms };
+    return ms;
   }
 
   /**
@@ -749,19 +758,14 @@ export class Maintenance {
     let from: Date | null = null;
     // Slices are summed oldest first: one that is not dropped holds back those after it.
     let held = false;
-    const read = performance.now();
     for (const [i, slice] of slices.entries()) {
       const s = dueIn[i] ?? Infinity;
       if (s > occurrenceSliceWaitS(slice)) break;
       from = slice.to;
       if (s > 0 || held) continue;
-      // The time this slice has: a share of that until the next one is due, planned at its first
-      // step in this role with time to spare (none attached yet, or due already: the cap).
+      // None attached after it yet: no time to spare.
       const nextDueS = dueIn[i + 1] ?? 0;
-      if (this.#sumDeadline?.name !== slice.name && nextDueS > 0) {
-        this.#sumDeadline = { name: slice.name, ms: sliceDeadlineMs(read, nextDueS) };
-      }
-      const deadlineMs = this.#sumDeadline?.name === slice.name ? this.#sumDeadline.ms : 0;
+      const deadlineMs = await this.#deadline('sum', slice.name, () => Promise.resolve(nextDueS));
       let rows = 0;
       let summed = false;
       for (;;) {

@@ -618,13 +618,15 @@ test('a pass sums the ledger for at most sliceSumPassMs and goes on; the next pa
 });
 
 /**
- * One pass over fourStepSlice's ledger (schedule `name`) by a role with `options` (clock T and a duty
- * cycle of 1 unless given): the slice's four steps as onBatch saw them, and when the pass began.
+ * `passes` passes over fourStepSlice's ledger (schedule `name`) by a role with `options` (clock T and
+ * a duty cycle of 1 unless given): the slice's four steps as onBatch saw them, and when the first
+ * pass began.
  */
 async function stepsOfPass(
   pool: Pool,
   name: string,
   options: Partial<MaintenanceOptions>,
+  passes = 1,
 ): Promise<{ steps: PruneBatch[]; startedMs: number }> {
   const { slice } = await fourStepSlice(pool, name);
   const steps: PruneBatch[] = [];
@@ -640,7 +642,7 @@ async function stepsOfPass(
     },
   });
   const startedMs = performance.now();
-  await m.runPass();
+  for (let i = 0; i < passes; i++) await m.runPass();
   await m.stop();
   assert.equal(steps.length, 4);
   assert.ok(!(await occurrenceSliceList(pool)).some((x) => x.name === slice.name));
@@ -669,6 +671,18 @@ test('a slice with time before the next is due is summed evenly over three quart
   restsBetween(steps).forEach((rest, i) => assert.ok(rest >= 500, `step ${i + 2} started ${rest} ms after`));
   const endedMs = steps.at(-1)?.endedMs ?? Infinity;
   assert.ok(endedMs - startedMs < budgetMs, `summed ${endedMs - startedMs} ms after the pass began`);
+});
+
+test("a slice's deadline is planned at its first step and kept by the passes after it", async () => {
+  const { pool } = await createTestDatabase();
+  // The slice after it comes due 16 s after this clock: the steps plan to be done 12 s on.
+  const clock = new FakeClock(new Date(day(-34 + 1 + 30).getTime() - 16_000));
+  const { steps, startedMs } = await stepsOfPass(pool, 'kept', { clock, sliceSumPassMs: 5_000 }, 2);
+  // The first pass takes two steps 3 s apart and its time is up at 5 s; the second goes on to the
+  // same deadline, its two steps ~3.5 s apart. Planned again at 5 s, the third step's rest would run
+  // past that pass's 5 s, and the two passes would take three steps.
+  const fourth = (steps[3]?.startedMs ?? 0) - startedMs;
+  assert.ok(fourth >= 7_000, `the fourth step started ${fourth} ms after the first pass began`);
 });
 
 test('slices are attached two days ahead of the clock, after fire times that outran them', async () => {
