@@ -69,15 +69,23 @@ export async function jobSliceChildrenPrune(
     effects: number;
     last_id: number | null;
   }>(
-    // The ids come from the slice's primary key alone (job_keys_job_idx, 0043): its rows are not read.
-    `WITH ${FENCE}, ids AS (
+    // The ids come from the slice's primary key alone. Each child table is read over the ids' range
+    // on its job_id index and kept to the batch's jobs by a hash of their ids (IS TRUE keeps the IN a
+    // filter, never planned as a probe per id). Probing every id (= ANY) went down three indexes a
+    // job where a tenth of jobs have a child: 1.8 ms a batch of 1,000 against 1.5.
+    `WITH ${FENCE}, ids AS MATERIALIZED (
        SELECT id FROM "${slice.name}" WHERE id > $4 AND EXISTS (SELECT 1 FROM fence) ORDER BY id LIMIT $5
      ), att AS (
-       DELETE FROM job_attempts a WHERE a.job_id = ANY (ARRAY(SELECT id FROM ids)) RETURNING 1
+       DELETE FROM job_attempts a
+        WHERE a.job_id > $4 AND a.job_id <= (SELECT max(id) FROM ids) AND (a.job_id IN (SELECT id FROM ids)) IS TRUE
+       RETURNING 1
      ), eff AS (
-       DELETE FROM job_effects e WHERE e.job_id = ANY (ARRAY(SELECT id FROM ids)) RETURNING 1
+       DELETE FROM job_effects e
+        WHERE e.job_id > $4 AND e.job_id <= (SELECT max(id) FROM ids) AND (e.job_id IN (SELECT id FROM ids)) IS TRUE
+       RETURNING 1
      ), keys AS (
-       DELETE FROM job_keys k WHERE k.job_id = ANY (ARRAY(SELECT id FROM ids))
+       DELETE FROM job_keys k
+        WHERE k.job_id > $4 AND k.job_id <= (SELECT max(id) FROM ids) AND (k.job_id IN (SELECT id FROM ids)) IS TRUE
      )
      -- Each delete runs whether or not the result reads it; the keys are not counted.
      SELECT EXISTS (SELECT 1 FROM fence) AS fenced,

@@ -85,9 +85,11 @@ const old = (n: number, extra: Partial<JobSpec> = {}): JobSpec[] =>
 test('a slice whose every job is due goes whole with its jobs’ children; the others go row by row', async () => {
   const s = await setup();
   const [a, b, c, d] = s.at as [number, number, number, number];
-  // Slice a: all due, and a dead job in its range (jobs_ended) that keeps its attempt and key.
-  const dropped = await s.jobsAt(a + 1, old(20));
-  const [dead] = await s.jobsAt(a + 50, [{ state: 'dead', at: ago(8 * DAY_MS), attempts: 1 }]);
+  // Slice a: all due, and a dead job in its range (jobs_ended) that keeps its attempt, effect and key.
+  // The dead job's id falls between theirs: one batch's range of ids holds all of them.
+  const dropped = await s.jobsAt(a + 1, old(10));
+  const [dead] = await s.jobsAt(a + 11, [{ state: 'dead', at: ago(8 * DAY_MS), attempts: 1, effects: 1 }]);
+  dropped.push(...(await s.jobsAt(a + 12, old(10))));
   // Slice b: all due but one finished a day ago.
   const walked = await s.jobsAt(b + 1, old(20));
   const [young] = await s.jobsAt(b + 50, [{ state: 'succeeded', at: ago(DAY_MS) }]);
@@ -126,6 +128,7 @@ test('a slice whose every job is due goes whole with its jobs’ children; the o
   assert.equal(await count(s.pool, 'SELECT count(*) FROM job_keys WHERE job_id = ANY ($1)', [all]), 0);
   assert.equal(await count(s.pool, 'SELECT count(*) FROM job_attempts WHERE job_id = $1', [dead]), 1);
   assert.equal(await count(s.pool, 'SELECT count(*) FROM job_keys WHERE job_id = $1', [dead]), 1);
+  assert.equal(await count(s.pool, 'SELECT count(*) FROM job_effects WHERE job_id = $1', [dead]), 1);
   assert.equal(m.metrics.snapshot().pruned.jobs, all.length);
 });
 
