@@ -54,7 +54,8 @@
  * columns nor the steady state run; without `latency` and `burst` no twin). BENCH_HISTORY_KEEP=1
  * (with DATABASE_URL) keeps the databases (base, its twin, history), named by BENCH_DB_PREFIX and
  * the job count, and uses them again on the next run instead of loading: pruning and the ledger row
- * delete from the kept history, so a run that measures them wants a fresh one.
+ * delete from the kept history, so a run that measures them wants a fresh one, and the per-minute
+ * history rows' last hour moves on past the loaded jobs, which leaves base less and less to read.
  */
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
