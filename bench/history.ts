@@ -41,13 +41,13 @@
  * the week's target reads. The statements behind the API's list endpoints and the dashboard's
  * overview and history (its last three hours rolled up per minute, as a running maintenance role
  * leaves them) run first, before any measurement adds jobs to the newest slices, on base and
- * history alternately, run by run (median of QUERY_RUNS each), and each reports the pages it touched, which
- * the machine's load does not change. Then the maintenance role runs until a pass deletes less than a
- * batch, and the bench reports the disk use left; then again with a day more due (retention 6 days),
- * and reports the rate it sustained alone. Last, enqueue → start in runs of 4,000 jobs while the
- * oldest day's slice of the occurrence ledger is summed into the rollups in steps switched on and
- * off every 2 s, then dropped: the jobs sent with the steps on against those sent with them off;
- * after each such run, a control run in the same windows with nothing switched.
+ * history alternately, run by run (median of QUERY_RUNS each), and each reports the pages it
+ * touched, which the machine's load does not change. Then the maintenance role runs until a pass
+ * deletes less than a batch, and the bench reports the disk use left; then again with a day more
+ * due (retention 6 days), and reports the rate it sustained alone. Last, enqueue → start in runs of
+ * 4,000 jobs while the oldest day's slice of the occurrence ledger is summed into the rollups in
+ * steps switched on and off every 2 s, then dropped: the jobs sent with the steps on against those
+ * sent with them off; after each such run, a control run in the same windows with nothing switched.
  *
  * BENCH_HISTORY_TRIALS sets the trials (default 3), BENCH_HISTORY_ONLY the measurements (default
  * `drain,latency,burst,queries,pruning,paired,ledger`; without `pruning` neither the two pruning
