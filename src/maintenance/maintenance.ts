@@ -232,12 +232,7 @@ export class Maintenance {
    * The children of a due slice of succeeded jobs deleted so far: the id the next batch starts after,
    * the jobs read, and whether they are all gone (the slice's drop is next).
    */
-  #children: {
-    name: string;
-    after: number;
-    jobs: number;
-    done: boolean;
-  } | null = null;
+  #children: { name: string; after: number; jobs: number; done: boolean } | null = null;
   /** The slices the ledger's sums and a job slice's children work through, and when each plans to be done. */
   #deadlines: Record<'sum' | 'children', { name: string; ms: number } | null> = { sum: null, children: null };
   #term: { epoch: number; trustedUntilMs: number } | null = null;

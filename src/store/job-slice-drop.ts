@@ -74,24 +74,26 @@ export async function jobSliceChildrenPrune(
     // filter): probed by id, each job cost three index descents where about one in ten has a child.
     `WITH ${FENCE}, ids AS MATERIALIZED (
        SELECT id FROM "${slice.name}" WHERE id > $4 AND EXISTS (SELECT 1 FROM fence) ORDER BY id LIMIT $5
+     ), bound AS (
+       SELECT max(id) AS id FROM ids
      ), att AS (
        DELETE FROM job_attempts a
-        WHERE a.job_id > $4 AND a.job_id <= (SELECT max(id) FROM ids) AND (a.job_id IN (SELECT id FROM ids)) IS TRUE
+        WHERE a.job_id > $4 AND a.job_id <= (SELECT id FROM bound) AND (a.job_id IN (SELECT id FROM ids)) IS TRUE
        RETURNING 1
      ), eff AS (
        DELETE FROM job_effects e
-        WHERE e.job_id > $4 AND e.job_id <= (SELECT max(id) FROM ids) AND (e.job_id IN (SELECT id FROM ids)) IS TRUE
+        WHERE e.job_id > $4 AND e.job_id <= (SELECT id FROM bound) AND (e.job_id IN (SELECT id FROM ids)) IS TRUE
        RETURNING 1
      ), keys AS (
        DELETE FROM job_keys k
-        WHERE k.job_id > $4 AND k.job_id <= (SELECT max(id) FROM ids) AND (k.job_id IN (SELECT id FROM ids)) IS TRUE
+        WHERE k.job_id > $4 AND k.job_id <= (SELECT id FROM bound) AND (k.job_id IN (SELECT id FROM ids)) IS TRUE
      )
      -- Each delete runs whether or not the result reads it; the keys are not counted.
      SELECT EXISTS (SELECT 1 FROM fence) AS fenced,
             (SELECT count(*) FROM ids)::int AS jobs,
             (SELECT count(*) FROM att)::int AS attempts,
             (SELECT count(*) FROM eff)::int AS effects,
-            (SELECT max(id) FROM ids) AS last_id`,
+            (SELECT id FROM bound) AS last_id`,
     [fence.lease, fence.holder, fence.epoch, afterId, limit],
   );
   const row = rows[0];
