@@ -12,7 +12,8 @@
  * read, and rests between batches so that pruning takes at most `dutyCycle` of one connection's
  * time: the claim path then shares the database with one paced statement, not a stream of them. The
  * work through a due slice (a day of the ledger, a slice of succeeded jobs) rests longer: it is
- * spread evenly over three quarters of the time until the next slice is due (slice-pace.ts).
+ * spread evenly over three quarters of the time until the next slice is due (slice-pace.ts); a day
+ * of the ledger the role is behind on, over three quarters of a day, less when more than two are due.
  */
 import { ConfigError } from '../errors.ts';
 import { hostname } from 'node:os';
@@ -58,7 +59,7 @@ import {
   type WorkflowMarkResult,
 } from '../store/retention.ts';
 import { MaintenanceMetrics, type PrunedTable } from './metrics.ts';
-import { sliceDeadlineMs, slicePaceDuty } from './slice-pace.ts';
+import { sliceCatchUpDeadlineMs, sliceDeadlineMs, slicePaceDuty } from './slice-pace.ts';
 import {
   occurrenceSliceSpanS,
   retentionPlan,
@@ -101,17 +102,19 @@ export interface MaintenanceOptions {
    */
   sliceSumPassMs?: number;
   /**
-   * Largest share of one connection's time the ledger's slice sums take, their pace when behind
-   * (past the sum's deadline, or the next slice due already); default `dutyCycle`. Otherwise a due
-   * slice's sum is spread evenly over three quarters of the time until the next one is due
-   * (slice-pace.ts; docs/production.md: the claim path meets every step as a burst of CPU).
+   * Largest share of one connection's time the ledger's slice sums take; default `dutyCycle`. A due
+   * slice's sum is spread evenly over three quarters of the time until the next one is due; when
+   * behind (past that, or the next slice due already), over three quarters of a slice's span, less
+   * when more than two are due (slice-pace.ts; docs/production.md: the claim path meets every step
+   * as a burst of CPU).
    */
   sliceSumDutyCycle?: number;
   /**
    * Spread the work through a due slice (a day of the ledger summed, the attempts, effects and keys
    * of a slice of succeeded jobs deleted) evenly over three quarters of the time until the next
-   * slice is due (default true; slice-pace.ts). False: at the duty cycle, as when behind, which
-   * frees the slice's disk sooner while the claim path meets a paced statement in one job of ten.
+   * slice is due (default true; slice-pace.ts). False: at the duty cycle (`sliceSumDutyCycle` for the
+   * sums), which frees the slice's disk sooner while the claim path meets a paced statement in one
+   * job of ten.
    */
   spreadSlices?: boolean;
   /** Called after every statement that deleted rows (tests and benches observe progress). */
@@ -679,16 +682,25 @@ export class Maintenance {
 
   /**
    * When the work of `kind` through slice `name` plans to be done (sliceDeadlineMs): planned once, at
-   * its first step in this role with time to spare, so the steps go evenly up to it. 0 (the cap)
-   * while there is none (`nextDueS`: the next slice not closed, or due already) or spreadSlices is off.
+   * its first step in this role with time to spare, so the steps go evenly up to it. Behind (no time
+   * to spare: `nextDueS` none, the next slice not closed or due already), the ledger's sums plan a
+   * catch-up for `due` slices due (sliceCatchUpDeadlineMs), planned again whenever one passes; a
+   * slice of jobs' children goes at the cap (0), as everything does with spreadSlices off.
    */
-  async #deadline(kind: 'sum' | 'children', name: string, nextDueS: () => Promise<number>): Promise<number> {
+  async #deadline(
+    kind: 'sum' | 'children',
+    name: string,
+    nextDueS: () => Promise<number>,
+    due = 1,
+  ): Promise<number> {
     const planned = this.#deadlines[kind];
-    if (planned?.name === name) return planned.ms;
+    const now = performance.now();
+    const passed = planned?.name === name && planned.ms <= now;
+    if (planned?.name === name && (kind === 'children' || !passed)) return planned.ms;
     if (!this.#spreadSlices) return 0;
-    const s = await nextDueS();
-    if (s <= 0) return 0;
-    const ms = sliceDeadlineMs(performance.now(), s);
+    const s = passed ? 0 : await nextDueS();
+    if (s <= 0 && kind === 'children') return 0;
+    const ms = s > 0 ? sliceDeadlineMs(now, s) : sliceCatchUpDeadlineMs(now, this.#occurrenceSliceS, due);
     this.#deadlines[kind] = { name, ms };
     return ms;
   }
@@ -760,7 +772,8 @@ export class Maintenance {
       if (s > 0 || held) continue;
       // None attached after it yet: no time to spare.
       const nextDueS = dueIn[i + 1] ?? 0;
-      const deadlineMs = await this.#deadline('sum', slice.name, () => Promise.resolve(nextDueS));
+      const due = dueIn.slice(i).filter((d) => d <= 0).length;
+      const deadlineMs = await this.#deadline('sum', slice.name, () => Promise.resolve(nextDueS), due);
       let rows = 0;
       let summed = false;
       for (;;) {

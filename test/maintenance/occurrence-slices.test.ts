@@ -649,14 +649,39 @@ async function stepsOfPass(
   return { steps, startedMs };
 }
 
-test('a slice is summed at sliceSumDutyCycle: each step rests as long again at 50 %', async () => {
+test('with spreadSlices off, a slice is summed at sliceSumDutyCycle: each step rests as long again at 50 %', async () => {
   const { pool } = await createTestDatabase();
-  const { steps } = await stepsOfPass(pool, 'paced', { sliceSumDutyCycle: 0.5 });
+  const { steps } = await stepsOfPass(pool, 'paced', { sliceSumDutyCycle: 0.5, spreadSlices: false });
   restsBetween(steps).forEach((rest, i) => {
     const took = (steps[i]?.endedMs ?? 0) - (steps[i]?.startedMs ?? 0);
     // A timer may fire up to a millisecond early by performance.now().
     assert.ok(rest >= took - 1.5, `step ${i + 2} started ${rest} ms after a step of ${took} ms`);
   });
+});
+
+test('behind (the next slice due already), a slice is summed on a catch-up plan, not at the cap', async () => {
+  const { pool } = await createTestDatabase();
+  await fourStepSlice(pool, 'behind');
+  const steps: PruneBatch[] = [];
+  const m = new Maintenance({
+    pool,
+    log,
+    clock: new FakeClock(T),
+    leaseName: 'occurrence-slices-behind',
+    dutyCycle: 1,
+    sliceSumPassMs: 1_500,
+    onBatch: (b) => {
+      if (b.table === 'occurrences' && b.wholeSlice === true) steps.push(b);
+    },
+  });
+  const startedMs = performance.now();
+  await m.runPass();
+  const passMs = performance.now() - startedMs;
+  await m.stop();
+  // Planned over hours (a day's slice, five due), the first step's rest outlasts the pass's 1.5 s for
+  // sums; at the cap (a duty cycle of 1) all four steps would follow each other at once.
+  assert.equal(steps.length, 1);
+  assert.ok(passMs >= 1_400, `the pass took ${passMs} ms`);
 });
 
 test('a slice with time before the next is due is summed evenly over three quarters of it, resting between steps', async () => {

@@ -1,11 +1,17 @@
 /**
  * The pace of the role's work through a due slice (maintenance/slice-pace.ts): spread evenly up to
- * a deadline three quarters of the way to the next slice's due time, never above the cap, at the cap
- * when the role is behind or the slice done.
+ * a deadline three quarters of the way to the next slice's due time (behind on the ledger, three
+ * quarters of a slice's span, less when more are due), never above the cap, at the cap when out
+ * of time or done.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { SLICE_PACE_BUDGET_SHARE, sliceDeadlineMs, slicePaceDuty } from '../../src/maintenance/slice-pace.ts';
+import {
+  SLICE_PACE_BUDGET_SHARE,
+  sliceCatchUpDeadlineMs,
+  sliceDeadlineMs,
+  slicePaceDuty,
+} from '../../src/maintenance/slice-pace.ts';
 
 const DAY_S = 86_400;
 
@@ -40,7 +46,27 @@ test('the next slice due already: the deadline is now', () => {
   assert.equal(sliceDeadlineMs(5_000, -60), 5_000);
 });
 
-test('behind, out of time, or done: the cap', () => {
+test("behind on the ledger with two slices due: a day's slice as on plan, over 18 hours", () => {
+  assert.equal(sliceCatchUpDeadlineMs(1_000, DAY_S, 2), 1_000 + 18 * 3_600_000);
+  // A plan that ran out with only its own slice due: planned anew alike.
+  assert.equal(sliceCatchUpDeadlineMs(1_000, DAY_S, 1), 1_000 + 18 * 3_600_000);
+});
+
+test('further behind, each slice due past the second shortens the plan; the cap still bounds a step', () => {
+  assert.equal(sliceCatchUpDeadlineMs(0, DAY_S, 3), 9 * 3_600_000);
+  assert.equal(sliceCatchUpDeadlineMs(0, DAY_S, 8), (18 * 3_600_000) / 7);
+  // A day's slice at 500 a second, 20 ms steps of 5 s, eight slices due: 3.7 % of a connection.
+  const budgetS = sliceCatchUpDeadlineMs(0, DAY_S, 8) / 1000;
+  const duty = slicePaceDuty({ ms: 20, done: 5, left: DAY_S - 5 }, budgetS, 0.1);
+  assert.ok(Math.abs(duty - (7 * 20) / 3_750) < 1e-9, `duty ${duty}`);
+  // Thirty due: the plan would take 15 %; the cap holds it to 10 %.
+  assert.equal(
+    slicePaceDuty({ ms: 20, done: 5, left: DAY_S - 5 }, sliceCatchUpDeadlineMs(0, DAY_S, 30) / 1000, 0.1),
+    0.1,
+  );
+});
+
+test('out of time, or done: the cap', () => {
   const step = { ms: 20, done: 5, left: 1_000 };
   // The deadline passed.
   assert.equal(slicePaceDuty(step, -10, 0.1), 0.1);
