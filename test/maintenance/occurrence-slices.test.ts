@@ -710,6 +710,37 @@ test("a slice's deadline is planned at its first step and kept by the passes aft
   assert.ok(fourth >= 7_000, `the fourth step started ${fourth} ms after the first pass began`);
 });
 
+test("a slice's plan that runs out is planned anew as a catch-up, not summed at the cap", async () => {
+  const { pool } = await createTestDatabase();
+  await fourStepSlice(pool, 'replanned');
+  // The slice after it comes due 2 s after this clock: the steps plan to be done 1.5 s on.
+  const clock = new FakeClock(new Date(day(-34 + 1 + 30).getTime() - 2_000));
+  const steps: PruneBatch[] = [];
+  const m = new Maintenance({
+    pool,
+    log,
+    clock,
+    leaseName: 'occurrence-slices-replanned',
+    dutyCycle: 1,
+    sliceSumPassMs: 500,
+    onBatch: (b) => {
+      if (b.table === 'occurrences' && b.wholeSlice === true) steps.push(b);
+    },
+  });
+  await m.runPass();
+  const first = steps.length;
+  assert.ok(first >= 1 && first <= 2, `${first} steps in the first pass`);
+  // Until the plan, made just before the first step, has run out (the clock stands still, so the
+  // next slice stays 2 s away).
+  const plannedBy = (steps[0]?.startedMs ?? 0) + 1_500;
+  while (performance.now() <= plannedBy) await new Promise((r) => setTimeout(r, 50));
+  await m.runPass();
+  await m.stop();
+  // Planned anew over hours, one step and a rest to the end of the pass; at the cap (a duty cycle
+  // of 1) the pass would take every step left.
+  assert.equal(steps.length, first + 1);
+});
+
 test('slices are attached two days ahead of the clock, after fire times that outran them', async () => {
   const { pool } = await createTestDatabase();
   await sliceLedger(pool, -3, -1);
