@@ -104,6 +104,17 @@ test('focus and a text selection survive updates; a row added above keeps the fo
       selection: getSelection()?.toString(),
     }));
     assert.deepEqual(active, { label: `Cancel job ${focused}`, same: true, selection: 'live-list' });
+
+    // The checkbox that selects every job shown stays the focused element across polls too.
+    const every = page.getByLabel('Select every job shown');
+    await every.focus();
+    await every.evaluate((box) => Reflect.set(box, 'marked', true));
+    await polls(page, /^\/v1\/jobs$/, 2);
+    assert.equal(
+      await page.evaluate(() => Reflect.get(document.activeElement ?? {}, 'marked') === true),
+      true,
+      'after two polls the focus is on the very checkbox focused before them',
+    );
   } finally {
     await t.close();
   }

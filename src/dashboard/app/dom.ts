@@ -132,10 +132,13 @@ function morph(current: Node, next: Node): void {
   morphChildren(current, Array.from(next.childNodes));
 }
 
-/** A table with a caption (for screen readers) and column headers; rows are arrays of cells. */
+/**
+ * A table with a caption (for screen readers) and column headers, text or an element (a checkbox
+ * that selects every row); rows are arrays of cells.
+ */
 export function table(
   caption: string,
-  headers: string[],
+  headers: Child[],
   rows: Child[][],
   attrs: Attrs = {},
   /** One per row, for `update` to match rows by (a job's id, a schedule's id). */
@@ -151,7 +154,7 @@ export function table(
       h(
         'tr',
         {},
-        headers.map((text) => h('th', { scope: 'col' }, text)),
+        headers.map((header) => h('th', { scope: 'col' }, header)),
       ),
     ),
     h(

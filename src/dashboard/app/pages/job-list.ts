@@ -285,7 +285,20 @@ async function jobListPage(ctx: PageContext): Promise<void> {
         ? notice(f.before === '' ? 'No jobs match.' : 'No older jobs match.')
         : table(
             'Jobs, newest first',
-            ['', 'Job', 'Queue', 'Kind', 'Tenant', 'State', 'Attempt', 'Progress', 'Run time', 'Created', ''],
+            // The checkbox is part of the table, so `update` keeps the focused one in place.
+            [
+              all,
+              'Job',
+              'Queue',
+              'Kind',
+              'Tenant',
+              'State',
+              'Attempt',
+              'Progress',
+              'Run time',
+              'Created',
+              '',
+            ],
             items.map((j) => [
               h('input', {
                 type: 'checkbox',
@@ -321,8 +334,6 @@ async function jobListPage(ctx: PageContext): Promise<void> {
         : null,
       pager('bottom'),
     );
-    const head = list.querySelector('thead th');
-    if (head !== null) update(head, all);
     drawBulk();
   };
   poll(ctx, POLL_MS, status, refresh);
