@@ -678,9 +678,10 @@ test('behind (the next slice due already), a slice is summed on a catch-up plan,
   await m.runPass();
   const passMs = performance.now() - startedMs;
   await m.stop();
-  // Planned over hours (a day's slice, five due), the first step's rest outlasts the pass's 1.5 s for
-  // sums; at the cap (a duty cycle of 1) all four steps would follow each other at once.
-  assert.equal(steps.length, 1);
+  // Planned over hours (a day's slice, five due), the first step's rest lasts the pass's 1.5 s for
+  // sums (a second step when it ends a millisecond early); at the cap (a duty cycle of 1) all four
+  // steps would follow each other at once.
+  assert.ok(steps.length <= 2, `${steps.length} steps`);
   assert.ok(passMs >= 1_400, `the pass took ${passMs} ms`);
 });
 
@@ -713,8 +714,9 @@ test("a slice's deadline is planned at its first step and kept by the passes aft
 test("a slice's plan that runs out is planned anew as a catch-up, not summed at the cap", async () => {
   const { pool } = await createTestDatabase();
   await fourStepSlice(pool, 'replanned');
-  // The slice after it comes due 2 s after this clock: the steps plan to be done 1.5 s on.
-  const clock = new FakeClock(new Date(day(-34 + 1 + 30).getTime() - 2_000));
+  // The slice after it comes due 4 s after this clock: the steps plan to be done 3 s on, a step
+  // every 750 ms, so a pass of 500 ms takes one or two (a rest may end a millisecond early) of four.
+  const clock = new FakeClock(new Date(day(-34 + 1 + 30).getTime() - 4_000));
   const steps: PruneBatch[] = [];
   const m = new Maintenance({
     pool,
@@ -731,13 +733,13 @@ test("a slice's plan that runs out is planned anew as a catch-up, not summed at 
   const first = steps.length;
   assert.ok(first >= 1 && first <= 2, `${first} steps in the first pass`);
   // Until the plan, made just before the first step, has run out (the clock stands still, so the
-  // next slice stays 2 s away).
-  const plannedBy = (steps[0]?.startedMs ?? 0) + 1_500;
+  // next slice stays 4 s away).
+  const plannedBy = (steps[0]?.startedMs ?? 0) + 3_000;
   while (performance.now() <= plannedBy) await new Promise((r) => setTimeout(r, 50));
   await m.runPass();
   await m.stop();
   // Planned anew over hours, one step and a rest to the end of the pass; at the cap (a duty cycle
-  // of 1) the pass would take every step left.
+  // of 1) the pass would take every step left, two or three.
   assert.equal(steps.length, first + 1);
 });
 
