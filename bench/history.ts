@@ -63,11 +63,7 @@ import { pino } from 'pino';
 import type { Clock } from '../src/clock.ts';
 import { createLogger } from '../src/log.ts';
 import { MAINTENANCE_DEFAULTS, Maintenance } from '../src/maintenance/maintenance.ts';
-import {
-  SLICE_PACE_BUDGET_SHARE,
-  sliceCatchUpDeadlineMs,
-  slicePaceDuty,
-} from '../src/maintenance/slice-pace.ts';
+import { SLICE_PACE_BUDGET_SHARE, sliceCatchUpShare, slicePaceDuty } from '../src/maintenance/slice-pace.ts';
 import { RETENTION_DEFAULTS, type RetentionConfig } from '../src/maintenance/retention-config.ts';
 import { Scheduler } from '../src/scheduler/scheduler.ts';
 import {
@@ -621,11 +617,10 @@ async function latencyBesideLedgerSteps(
     sum.busyMs += ms;
     sum.summed = r.summed;
     // On plan, the time to the deadline is the budget share of the fire time left before the step;
-    // behind, that of a catch-up (sliceCatchUpDeadlineMs).
+    // behind, that of a catch-up.
     const done = r.rows / SOURCE_JOBS_S;
     const left = Math.max(0, 86_400 - sum.rows / SOURCE_JOBS_S);
-    const share =
-      pace === 'behind' ? sliceCatchUpDeadlineMs(0, 1, BEHIND_DUE) / 1000 : SLICE_PACE_BUDGET_SHARE;
+    const share = pace === 'behind' ? sliceCatchUpShare(BEHIND_DUE) : SLICE_PACE_BUDGET_SHARE;
     return ms / slicePaceDuty({ ms, done, left }, share * (done + left), cap);
   };
   try {
@@ -1315,8 +1310,11 @@ export const bench: Bench = async () => {
     }
     const p = (xs: number[], q: number): string => fmt(percentile(xs, q), 2);
     const onOff = (q: number): string => (percentile(drops.on, q) / percentile(drops.off, q)).toFixed(2);
-    const sumRate =
-      drops.runs.reduce((a, x) => a + x.rows, 0) / (drops.runs.reduce((a, x) => a + x.busyMs, 0) / 1000);
+    const total = (key: 'rows' | 'busyMs' | 'pacedMs' | 'onMs'): number =>
+      drops.runs.reduce((a, x) => a + x[key], 0);
+    const sumRate = total('rows') / (total('busyMs') / 1000);
+    const pacedMs = total('pacedMs');
+    const onMs = total('onMs');
     rows.push({
       group: 'history',
       name: `enqueue → start, a day's slice of the ledger summed at the role's pace with a day to go, switched on and off every ${fmt(PAIR_WINDOW_MS / 1000)} s in one run`,
@@ -1329,15 +1327,7 @@ export const bench: Bench = async () => {
       name: `enqueue → start, a day's slice of the ledger summed at the role's pace behind (the next slice due already), switched on and off every ${fmt(PAIR_WINDOW_MS / 1000)} s in one run`,
       value: `p99 ${p(drops.on, 99)} ms on, ${p(drops.off, 99)} ms off`,
       target: '≤ 1.1× off',
-      note: `p99 ${onOff(99)}×, p50 ${p(drops.on, 50)} / ${p(drops.off, 50)} ms (${onOff(50)}×); ${drops.on.length.toLocaleString('en')} jobs sent with the steps on, ${drops.off.length.toLocaleString('en')} off, in ${TRIALS} runs of ${PAIR_JOBS.toLocaleString('en')}; p99 on ÷ off by run ${range(drops.ratios, 2)}; ${drops.runs.map((x) => `${x.rows.toLocaleString('en')} rows in ${x.steps} steps, dropped in ${fmt(x.dropMs)} ms`).join('; ')}; the steps took ${fmt(
-        (drops.runs.reduce((a, x) => a + x.pacedMs, 0) /
-          Math.max(
-            drops.runs.reduce((a, x) => a + x.onMs, 0),
-            1,
-          )) *
-          100,
-        2,
-      )} % of the on windows' time; they ran at ${fmt(sumRate)} rows/s, so a day at the source's 500/s (43,200,000) is ~${fmt(43_200_000 / sumRate / 60)} min of steps, planned over ${fmt(sliceCatchUpDeadlineMs(0, 24, BEHIND_DUE) / 1000)} h with ${BEHIND_DUE} due`,
+      note: `p99 ${onOff(99)}×, p50 ${p(drops.on, 50)} / ${p(drops.off, 50)} ms (${onOff(50)}×); ${drops.on.length.toLocaleString('en')} jobs sent with the steps on, ${drops.off.length.toLocaleString('en')} off, in ${TRIALS} runs of ${PAIR_JOBS.toLocaleString('en')}; p99 on ÷ off by run ${range(drops.ratios, 2)}; ${drops.runs.map((x) => `${x.rows.toLocaleString('en')} rows in ${x.steps} steps, dropped in ${fmt(x.dropMs)} ms`).join('; ')}; the steps took ${fmt((pacedMs / Math.max(onMs, 1)) * 100, 2)} % of the on windows' time; they ran at ${fmt(sumRate)} rows/s, so a day at the source's 500/s (43,200,000) is ~${fmt(43_200_000 / sumRate / 60)} min of steps, planned over ${fmt(24 * sliceCatchUpShare(BEHIND_DUE))} h with ${BEHIND_DUE} due`,
     });
     rows.push({
       group: 'history',

@@ -33,7 +33,12 @@ export function sliceDeadlineMs(nowMs: number, nextDueS: number): number {
  * the plan (a week's backlog is gone in about four days), never past the cap.
  */
 export function sliceCatchUpDeadlineMs(nowMs: number, spanS: number, due: number): number {
-  return nowMs + (Math.max(0, spanS) * 1000 * SLICE_PACE_BUDGET_SHARE) / Math.max(1, due - 1);
+  return nowMs + Math.max(0, spanS) * 1000 * sliceCatchUpShare(due);
+}
+
+/** The share of a slice's span sliceCatchUpDeadlineMs plans for a slice with `due` slices due. */
+export function sliceCatchUpShare(due: number): number {
+  return SLICE_PACE_BUDGET_SHARE / Math.max(1, due - 1);
 }
 
 export interface SliceStepDone {
