@@ -73,7 +73,13 @@ import {
 } from '../src/store/history.ts';
 import { jobCountByState } from '../src/store/job-counts.ts';
 import { jobSliceDue } from '../src/store/job-slice-drop.ts';
-import { JOB_SLICE_IDS, jobSliceAttach, jobSliceList, type BoundedSlice } from '../src/store/job-slices.ts';
+import {
+  JOB_SLICE_IDS,
+  jobSliceAttach,
+  jobSliceList,
+  jobSlicesPastMark,
+  type BoundedSlice,
+} from '../src/store/job-slices.ts';
 import { jobSearch } from '../src/store/job-search.ts';
 import { leaseAcquire, leaseRelease } from '../src/store/leases.ts';
 import {
@@ -227,6 +233,26 @@ async function sliceHistory(db: BenchDatabase, n: number): Promise<void> {
   });
 }
 
+/**
+ * The slices behind the newest two note finishes into them (store/job-slices.ts), each since a
+ * role running through the history would have started it: when the ids drawn reached the middle of
+ * the slice after it, which attached the next. Loaded after the jobs, whose rows would otherwise
+ * each fire the trigger.
+ */
+async function slicesPastNoted(db: BenchDatabase): Promise<void> {
+  const bounded = (await jobSliceList(db.pool)).filter((s): s is BoundedSlice => s.to !== null);
+  const past = bounded.slice(0, -2);
+  await withTransaction(db.pool, (tx) => jobSlicesPastMark(tx, past));
+  for (const s of past) {
+    await db.pool.query(
+      `UPDATE job_slices_past SET finished_at = coalesce(
+         (SELECT max(finished_at) FROM jobs WHERE state = 'succeeded' AND id >= $2 AND id < $3), finished_at)
+       WHERE name = $1`,
+      [s.name, s.to, s.to + Math.floor(SLICE_IDS / 2)],
+    );
+  }
+}
+
 type Column = 'base' | 'history' | 'week' | 'pruning';
 const COLUMNS: readonly Column[] = ['base', 'history', 'week', 'pruning'];
 
@@ -315,6 +341,7 @@ async function prepare(kind: 'base' | 'twin' | 'history'): Promise<Db> {
     const spanMs = (DAYS * DAY_MS * n) / N;
     await sliceLedger(db, new Date(newest.getTime() - spanMs), newest);
     loaded = await loadHistory(db, n, spanMs, newest);
+    await slicesPastNoted(db);
     await rollupsKept(db);
     await db.pool.query(`COMMENT ON DATABASE ${db.name} IS 'tidemark bench history: loaded'`);
   } else {

@@ -29,6 +29,7 @@ import {
   jobSliceDropEmpty,
   jobSliceEndAfter,
   jobSliceEnsure,
+  jobSlicesPastTrack,
   type BoundedSlice,
 } from '../store/job-slices.ts';
 import { historyRollJobs, historyRollLag, historyRollupPrune } from '../store/history-rollup.ts';
@@ -372,7 +373,8 @@ export class Maintenance {
 
   /**
    * Attaches the next slice of succeeded jobs when the ids drawn near the last one's end, and slices
-   * of the occurrence ledger ahead of the clock; false when the term was lost.
+   * of the occurrence ledger ahead of the clock, and has the slices behind the newest two note when
+   * a job finishes into them; false when the term was lost.
    */
   async #ensureSlice(): Promise<boolean> {
     const fence = this.#fence();
@@ -393,6 +395,14 @@ export class Maintenance {
       );
     } else if (r.reason === 'fenced') {
       this.#lose(`slice attach fenced out: epoch ${fence.epoch} no longer holds the lease`);
+      return false;
+    }
+    const past = await jobSlicesPastTrack(this.#pool, fence);
+    for (const s of past.tracked) {
+      this.#log.info({ slice: s.name, from: s.from, to: s.to }, 'succeeded-jobs slice now past');
+    }
+    if (past.reason === 'fenced') {
+      this.#lose(`past slice tracking fenced out: epoch ${fence.epoch} no longer holds the lease`);
       return false;
     }
     return true;

@@ -7,6 +7,7 @@
  * so a roll that commits meanwhile is seen whole or not at all.
  */
 import { liveFrom } from './history-live-from.ts';
+import { ID_MIN } from './id-bounds.ts';
 import { notSummed } from './occurrence-rollup.ts';
 import type { Queryable } from './pool.ts';
 
@@ -107,10 +108,9 @@ export async function historyThroughputPerMinute(
               WHERE r.rolled AND minute >= (SELECT since FROM w) AND minute < (SELECT least(until, r.upto) FROM w, r)
                 AND ${filter()}
              UNION ALL
-             SELECT date_trunc('minute', finished_at) AS at, count(*) AS succeeded, 0 AS failed
-               FROM jobs
-              WHERE finished_at >= (SELECT live_from FROM r) AND finished_at < (SELECT until FROM w)
-                AND state = 'succeeded' AND ${filter()}
+             SELECT date_trunc('minute', finished_at) AS at, count(*) AS succeeded, 0 AS failed FROM (
+               ${succeededSince('finished_at', filter(), '(SELECT live_from FROM r)', '(SELECT until FROM w)')}
+             ) f
               GROUP BY 1
              UNION ALL
              SELECT date_trunc('minute', a.finished_at), 0, count(*)
@@ -122,6 +122,28 @@ export async function historyThroughputPerMinute(
     values: [range.from, range.to, range.tenantId ?? null, range.queue ?? null],
   });
   return rows;
+}
+
+/**
+ * The succeeded jobs matching `where` that finished at or after `from` (and before `to`), as rows
+ * of `columns`: from the slices after the past ones (job_slices_past, 0044) with the default
+ * partition, and of the past slices only from those a job finished into since a minute before
+ * `from` (a past slice notes a finish a minute late at most), each on its finished_at index.
+ */
+export function succeededSince(columns: string, where: string, from: string, to?: string): string {
+  const when = `finished_at >= ${from}${to === undefined ? '' : ` AND finished_at < ${to}`} AND ${where}`;
+  const pastTo = `(SELECT coalesce(max(to_id), '${ID_MIN}'::bigint) FROM job_slices_past)`;
+  return `SELECT ${columns} FROM jobs WHERE state = 'succeeded' AND ${when} AND id >= ${pastTo}
+            UNION ALL
+            -- Ids the slices did not take when they ran out, before the last past slice's end.
+            SELECT ${columns} FROM jobs_done_default WHERE ${when} AND id < ${pastTo}
+            UNION ALL
+            SELECT j.* FROM job_slices_past s CROSS JOIN LATERAL (
+                -- Kept a subquery (OFFSET 0) run for each slice, whose bounds prune the others as
+                -- it starts: joined instead, every slice was read once any past one was noted.
+                SELECT ${columns} FROM jobs
+                 WHERE state = 'succeeded' AND id >= s.from_id AND id < s.to_id AND ${when} OFFSET 0) j
+             WHERE s.finished_at >= ${from} - interval '1 minute'`;
 }
 
 export interface BacklogMinute {
@@ -199,7 +221,9 @@ export function backlogEvents(keys: string, where: string, finishedSince: string
              SELECT ${columns} FROM jobs WHERE state = 'running' AND lease_expires_at IS NOT NULL AND ${where}
              UNION ALL
              SELECT ${columns} FROM jobs
-              WHERE state IN ('succeeded', 'dead', 'cancelled') AND finished_at >= ${finishedSince} AND ${where}
+              WHERE state IN ('dead', 'cancelled') AND finished_at >= ${finishedSince} AND ${where}
+             UNION ALL
+             ${succeededSince(columns, where, finishedSince)}
            ), spans AS (
              SELECT ${keys} greatest(created_at, run_at) AS due,
                     CASE WHEN started_at >= greatest(created_at, run_at) THEN started_at

@@ -11,7 +11,7 @@ import type { Fence } from './occurrences.ts';
 import type { Pool, Queryable } from './pool.ts';
 import { FENCE } from './retention.ts';
 import { partitionChangeFenced } from './partition-change.ts';
-import { jobSliceListForget, type BoundedSlice, type JobSlice } from './job-slices.ts';
+import { jobSliceDrop, jobSliceListForget, type BoundedSlice, type JobSlice } from './job-slices.ts';
 
 export interface SliceDue {
   /** The ids drawn have passed the slice and no open job's id falls in it: no job can finish into it. */
@@ -126,8 +126,7 @@ export async function jobSliceDropDue(
     await client.query('LOCK TABLE jobs_done IN ACCESS EXCLUSIVE MODE');
     const due = await jobSliceDue(client, slice, now, retentionS);
     if (!due.closed || due.dueInS > 0) return 'kept' as const;
-    await client.query(`ALTER TABLE jobs_done DETACH PARTITION "${slice.name}"`);
-    await client.query(`DROP TABLE "${slice.name}"`);
+    await jobSliceDrop(client, slice);
     return 'dropped' as const;
   });
   if (r === 'dropped') jobSliceListForget(pool);

@@ -111,6 +111,67 @@ export async function jobSliceAttach(db: Queryable, slice: BoundedSlice): Promis
   );
 }
 
+/**
+ * Slices this many from the newest are past (job_slices_past, migration 0044): the newest is
+ * attached half a slice ahead of the ids, the one before holds the ids drawn now, and jobs finish
+ * into those two. A past slice notes when a job last finished into it.
+ */
+const SLICES_PRESENT = 2;
+
+export interface SlicesPastResult {
+  tracked: BoundedSlice[];
+  reason: 'fenced' | 'busy' | null;
+}
+
+/**
+ * Starts noting finishes into the slices that fell behind the newest two since the last pass
+ * (jobSlicesPastMark), fenced by the maintenance lease. CREATE TRIGGER waits for the jobs finishing
+ * into the slice then, at most `lockTimeoutMs`, else reports `busy` and the next pass tries again.
+ */
+export async function jobSlicesPastTrack(
+  pool: Pool,
+  fence: Fence,
+  lockTimeoutMs = 2_000,
+): Promise<SlicesPastResult> {
+  const untracked = await slicesPastUntracked(pool);
+  if (untracked.length === 0) return { tracked: [], reason: null };
+  const r = await partitionChangeFenced(pool, fence, lockTimeoutMs, async (client) => {
+    const now = await slicesPastUntracked(client);
+    await jobSlicesPastMark(client, now);
+    return now;
+  });
+  if (typeof r === 'string') return { tracked: [], reason: r };
+  return { tracked: r, reason: null };
+}
+
+/** The slices behind the newest two that no trigger notes finishes into yet, oldest first. */
+async function slicesPastUntracked(db: Queryable): Promise<BoundedSlice[]> {
+  const bounded = (await jobSliceList(db)).filter((s): s is BoundedSlice => s.to !== null);
+  const past = bounded.slice(0, Math.max(0, bounded.length - SLICES_PRESENT));
+  if (past.length === 0) return [];
+  const { rows } = await db.query<{ name: string }>('SELECT name FROM job_slices_past');
+  const tracked = new Set(rows.map((r) => r.name));
+  return past.filter((s) => !tracked.has(s.name));
+}
+
+/**
+ * In the caller's transaction: `slices` note from now on when a job finishes into them, starting at
+ * now, which covers every job that finished into them before. Past slices must stay the oldest ones
+ * (a read takes every slice after the last past one), so `slices` are the oldest not yet past.
+ */
+export async function jobSlicesPastMark(db: Queryable, slices: readonly BoundedSlice[]): Promise<void> {
+  for (const s of slices) {
+    await db.query(
+      `CREATE TRIGGER ${s.name}_finished AFTER INSERT ON ${s.name}
+         FOR EACH ROW EXECUTE FUNCTION tidemark_job_slice_finished()`,
+    );
+    await db.query(
+      `INSERT INTO job_slices_past (name, from_id, to_id, finished_at) VALUES ($1, $2, $3, now())`,
+      [s.name, s.from ?? ID_MIN, s.to],
+    );
+  }
+}
+
 export interface SliceDropResult {
   dropped: JobSlice[];
   reason: 'fenced' | 'busy' | null;
@@ -140,14 +201,20 @@ export async function jobSliceDropEmpty(
     await client.query('LOCK TABLE jobs_done IN ACCESS EXCLUSIVE MODE');
     const dropped = await emptySlices(client, behind);
     for (const s of dropped) {
-      await client.query(`ALTER TABLE jobs_done DETACH PARTITION ${s.name}`);
-      await client.query(`DROP TABLE ${s.name}`);
+      await jobSliceDrop(client, s);
     }
     return dropped;
   });
   if (typeof r === 'string') return { dropped: [], reason: r };
   jobSliceListForget(pool);
   return { dropped: r, reason: null };
+}
+
+/** In the caller's transaction, holding jobs_done: detaches and drops `slice`, and its past row. */
+export async function jobSliceDrop(db: Queryable, slice: JobSlice): Promise<void> {
+  await db.query(`ALTER TABLE jobs_done DETACH PARTITION "${slice.name}"`);
+  await db.query(`DROP TABLE "${slice.name}"`);
+  await db.query('DELETE FROM job_slices_past WHERE name = $1', [slice.name]);
 }
 
 /** Those of `slices` with no pages and no open job in their range of ids. */

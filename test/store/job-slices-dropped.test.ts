@@ -80,6 +80,14 @@ test('an emptied slice is dropped; one with a job left, one with an open job in 
   ]);
   assert.equal(await partitionOf(kept ?? 0), `jobs_done_${at(1)}`);
   assert.equal(await partitionOf(dead ?? 0), 'jobs_ended', 'the dead job outlives its slice');
+  // The slices that were behind the newest two note finishes; a dropped one leaves no row behind.
+  const { rows: past } = await db.pool.query<{ name: string }>(
+    'SELECT name FROM job_slices_past ORDER BY from_id',
+  );
+  assert.deepEqual(
+    past.map((r) => r.name),
+    [`jobs_done_${at(1)}`, `jobs_done_${at(2)}`],
+  );
   // The open job finishes into its own slice, which waited for it.
   await db.pool.query(`UPDATE jobs SET state = 'succeeded', finished_at = now() WHERE id = $1`, [open]);
   assert.equal(await partitionOf(open ?? 0), `jobs_done_${at(2)}`);
