@@ -131,7 +131,10 @@ export async function historyThroughputPerMinute(
  * `from` (a past slice notes a finish a minute late at most), each on its finished_at index.
  */
 export function succeededSince(columns: string, where: string, from: string, to?: string): string {
-  const when = `finished_at >= ${from}${to === undefined ? '' : ` AND finished_at < ${to}`} AND ${where}`;
+  // Both ends, so that the planner estimates the range of finished_at at 0.5 % and reads its index:
+  // a lone lower bound is a third of the rows, as the bound on ids is, and the backlog's generic
+  // plan read the newest slices whole by their primary key instead (11,673 pages against 59).
+  const when = `finished_at >= ${from} AND finished_at < ${to ?? "'infinity'"} AND ${where}`;
   const pastTo = `(SELECT coalesce(max(to_id), '${ID_MIN}'::bigint) FROM job_slices_past)`;
   return `SELECT ${columns} FROM jobs WHERE state = 'succeeded' AND ${when} AND id >= ${pastTo}
             UNION ALL

@@ -136,9 +136,10 @@ export async function jobSlicesPastTrack(
   const untracked = await slicesPastUntracked(pool);
   if (untracked.length === 0) return { tracked: [], reason: null };
   const r = await partitionChangeFenced(pool, fence, lockTimeoutMs, async (client) => {
-    const now = await slicesPastUntracked(client);
-    await jobSlicesPastMark(client, now);
-    return now;
+    // Read again in the fenced transaction: another replica's pass may have tracked them since.
+    const still = await slicesPastUntracked(client);
+    await jobSlicesPastMark(client, still);
+    return still;
   });
   if (typeof r === 'string') return { tracked: [], reason: r };
   return { tracked: r, reason: null };
