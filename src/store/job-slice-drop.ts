@@ -33,7 +33,11 @@ export async function jobSliceDue(
   const { rows } = await db.query<{ closed: boolean; due_in_s: number | null }>(
     `SELECT (SELECT last_value FROM jobs_id_seq) >= $2
             AND NOT EXISTS (SELECT FROM jobs_open WHERE id >= $1 AND id < $2) AS closed,
-            extract(epoch FROM (SELECT max(finished_at) FROM "${slice.name}") + make_interval(secs => $4)
+            -- The state, which every row of the slice has, lets its partial finished_at index answer:
+            -- without it the plan reads every row, under the drop's lock of jobs_done (33 ms for
+            -- 290,000 rows on a quiet machine; a slice holds up to 10 million).
+            extract(epoch FROM (SELECT max(finished_at) FROM "${slice.name}" WHERE state = 'succeeded')
+                               + make_interval(secs => $4)
                                - coalesce($3::timestamptz, clock_timestamp()))::float8 AS due_in_s`,
     [slice.from ?? 0, slice.to, now, retentionS],
   );

@@ -12,7 +12,7 @@ import { FakeClock } from '../../src/clock.ts';
 import { createLogger } from '../../src/log.ts';
 import { Maintenance, type MaintenanceOptions, type PruneBatch } from '../../src/maintenance/maintenance.ts';
 import type { RetentionConfig } from '../../src/maintenance/retention-config.ts';
-import { jobSliceChildrenPrune, jobSliceDropDue } from '../../src/store/job-slice-drop.ts';
+import { jobSliceChildrenPrune, jobSliceDropDue, jobSliceDue } from '../../src/store/job-slice-drop.ts';
 import { jobSliceList, type BoundedSlice } from '../../src/store/job-slices.ts';
 import type { Pool } from '../../src/store/pool.ts';
 import { createTestDatabase } from '../support/db.ts';
@@ -369,4 +369,36 @@ test("a batch of a slice's children reads the jobs' ids from its primary key alo
     tx.release();
   }
   assert.equal(await count(s.pool, 'SELECT count(*) FROM job_keys WHERE job_id = ANY ($1)', [ids]), 0);
+});
+
+test("whether a slice is due is read from its finished_at index, not from the slice's rows", async () => {
+  const s = await setup();
+  const [a] = s.at as [number];
+  await s.jobsAt(a + 1, old(50));
+  await s.pool.query(`SELECT setval('jobs_id_seq', $1)`, [a + 3 * SIZE]);
+  const slice = (await jobSliceList(s.pool)).find((x): x is BoundedSlice => x.from === a);
+  assert.ok(slice !== undefined);
+  await s.pool.query(`VACUUM (ANALYZE) "${slice.name}"`);
+  const tx = await s.pool.connect();
+  try {
+    await tx.query('BEGIN');
+    // Planned as over a slice of millions of rows, where no plan reads a table whole.
+    await tx.query('SET LOCAL enable_seqscan = off');
+    const seqScans = async (): Promise<number> => {
+      const { rows } = await tx.query<{ seq: number }>(
+        `SELECT seq_scan::int AS seq FROM pg_stat_xact_user_tables WHERE relname = $1`,
+        [slice.name],
+      );
+      return rows[0]?.seq ?? 0;
+    };
+    const before = await seqScans();
+    const due = await jobSliceDue(tx, slice, T, 7 * 86_400);
+    const read = (await seqScans()) - before;
+    await tx.query('COMMIT');
+    assert.equal(due.closed, true);
+    assert.ok(Math.abs(due.dueInS - -86_400) < 1, `due a day ago, got ${due.dueInS} s`);
+    assert.equal(read, 0, 'the slice was read whole');
+  } finally {
+    tx.release();
+  }
 });
