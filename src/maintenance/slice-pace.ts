@@ -2,8 +2,8 @@
  * How fast the maintenance role works through a due slice (a day of the occurrence ledger summed
  * into the rollups, the attempts, effects and keys of a slice of succeeded jobs deleted before the
  * slice is dropped): by the time it has, not as fast as it may. A day's slice of the ledger at the
- * source document's 500 occurrences a second is ~17,000 steps of ~20 ms; at the 10 % cap they fill
- * ~50 minutes, and the claim path meets a step in one job of ten. Spread evenly over three quarters
+ * source document's 500 occurrences a second is ~17,000 steps of ~20 ms; at the 3 % cap they fill
+ * ~3 hours, and the claim path meets a step in one job of thirty. Spread evenly over three quarters
  * of the day before the next slice is due, the steps take ~0.5 % of a connection.
  */
 
@@ -28,8 +28,8 @@ export function sliceDeadlineMs(nowMs: number, nextDueS: number): number {
  * When the role plans to be done with a slice of the ledger spanning `spanS` that it is behind on
  * (the next slice due already, or this one's plan run out), `due` slices due from it on. While up to
  * two are due, as a slice on plan with a whole span to go: a day's backlog is gone in three quarters
- * of a day and costs the claim path what a day on plan does. Summed at the cap (10 %) instead, the
- * steps (20-35 ms each) raised its p99 1.3-2.0× on 2 cores. Each slice due past the second shortens
+ * of a day and costs the claim path what a day on plan does. Summed at 10 % of a connection instead,
+ * the steps (20-35 ms each) raised its p99 1.3-2.0× on 2 cores. Each slice due past the second shortens
  * the plan (a week's backlog is gone in about four days), never past the cap.
  */
 export function sliceCatchUpDeadlineMs(nowMs: number, spanS: number, due: number): number {
