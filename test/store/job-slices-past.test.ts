@@ -43,7 +43,7 @@ async function finish(queue: string, id: number): Promise<void> {
   await jobCompleteMany(db.pool, 'w1', [{ id, attempt: 1 }]);
 }
 
-/** Scans of `slice` in this transaction so far. */
+/** Scans of `slice` the backend's counters hold: this transaction's, and maybe earlier unflushed ones. */
 async function scansOf(tx: Queryable, slice: string): Promise<number> {
   const { rows } = await tx.query<{ scans: number }>(
     `SELECT (coalesce(seq_scan, 0) + coalesce(idx_scan, 0))::int AS scans
@@ -67,11 +67,14 @@ async function readLast(ms: number, slice: string): Promise<Read> {
     const { rows: clock } = await tx.query<{ now: Date }>('SELECT now()');
     const now = clock[0]?.now.getTime() ?? 0;
     const range = { from: new Date(now - ms), to: new Date(now + 60_000) };
+    // Counted as differences: a backend's counters may still hold its earlier transactions' scans
+    // (the maintenance pass's, on the same pool), which PostgreSQL flushes at most once a second.
+    const before = await scansOf(tx, slice);
     const minutes = await historyThroughputPerMinute(tx, range);
-    const scans = await scansOf(tx, slice);
+    const between = await scansOf(tx, slice);
     await historyBacklogPerMinute(tx, range);
-    const backlogScans = (await scansOf(tx, slice)) - scans;
-    return { succeeded: minutes.reduce((n, m) => n + m.succeeded, 0), scans, backlogScans };
+    const backlogScans = (await scansOf(tx, slice)) - between;
+    return { succeeded: minutes.reduce((n, m) => n + m.succeeded, 0), scans: between - before, backlogScans };
   });
 }
 
