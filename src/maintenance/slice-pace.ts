@@ -29,8 +29,8 @@ export function sliceDeadlineMs(nowMs: number, nextDueS: number): number {
  * (the next slice due already, or this one's plan run out), `due` slices due from it on. While up to
  * two are due, as a slice on plan with a whole span to go: a day's backlog is gone in three quarters
  * of a day and costs the claim path what a day on plan does. Summed at 10 % of a connection instead,
- * the steps (20-35 ms each) raised its p99 1.3-2.0× on 2 cores. Each slice due past the second shortens
- * the plan (a week's backlog is gone in about four days), never past the cap.
+ * the steps (20-35 ms each) raised its p99 1.3-2.0× on 2 cores. Each slice due past the second
+ * shortens the plan (a week's backlog is gone in about four days), never past the cap.
  */
 export function sliceCatchUpDeadlineMs(nowMs: number, spanS: number, due: number): number {
   return nowMs + Math.max(0, spanS) * 1000 * sliceCatchUpShare(due);
