@@ -31,14 +31,15 @@
  *   others.
  *
  * Measured alternately trial by trial, the order rotating: drain 50,000 no-op jobs with one worker
- * (concurrency 2,000); enqueue → handler start latency, 5,000 jobs at 200/s, p50 and p99, each
- * column alone and base and history again in one run (a worker on each, their jobs sent in turn),
- * then base and a twin loaded alike the same way, which shows how far that ratio moves by noise
- * alone; a 5,000-occurrence burst (fire time → all written, one leader), on the twin too in its
- * turn; 10,000 jobs at 200/s on the history with the catch-up's pruning switched on and off every 2 s
- * (paired, in the catch-up's trials: the week's role finds nothing due between drops of whole
- * slices), comparing the jobs sent in each kind of window: the same run with and without pruning, as
- * the week's target reads. The statements behind the API's list endpoints and the dashboard's
+ * (concurrency 2,000), ROUNDS times a trial on each database and on the twin below in its turn (the
+ * catch-up's column once a trial); enqueue → handler start latency, 5,000 jobs at 200/s, p50 and
+ * p99, each column alone and base and history again in one run (a worker on each, their jobs sent
+ * in turn), then base and a twin loaded alike the same way, which shows how far that ratio moves by
+ * noise alone; a 5,000-occurrence burst (fire time → all written, one leader), in turns as the
+ * drain; 10,000 jobs at 200/s on the history with the catch-up's pruning switched on and off every
+ * 2 s (paired, in the catch-up's trials: the week's role finds nothing due between drops of whole
+ * slices), comparing the jobs sent in each kind of window: the same run with and without pruning,
+ * as the week's target reads. The statements behind the API's list endpoints and the dashboard's
  * overview and history (its last three hours rolled up per minute, as a running maintenance role
  * leaves them) run first, before any measurement adds jobs to the newest slices, on base and
  * history alternately, run by run (median of QUERY_RUNS each), and each reports the pages it
@@ -51,11 +52,12 @@
  *
  * BENCH_HISTORY_TRIALS sets the trials (default 3), BENCH_HISTORY_ONLY the measurements (default
  * `drain,latency,burst,queries,pruning,paired,ledger`; without `pruning` neither the two pruning
- * columns nor the steady state run; without `latency` and `burst` no twin). BENCH_HISTORY_KEEP=1
- * (with DATABASE_URL) keeps the databases (base, its twin, history), named by BENCH_DB_PREFIX and
- * the job count, and uses them again on the next run instead of loading: pruning and the ledger row
- * delete from the kept history, so a run that measures them wants a fresh one, and the per-minute
- * history rows' last hour moves on past the loaded jobs, which leaves base less and less to read.
+ * columns nor the steady state run; without `drain`, `latency` and `burst` no twin).
+ * BENCH_HISTORY_KEEP=1 (with DATABASE_URL) keeps the databases (base, its twin, history), named by
+ * BENCH_DB_PREFIX and the job count, and uses them again on the next run instead of loading:
+ * pruning and the ledger row delete from the kept history, so a run that measures them wants a
+ * fresh one, and the per-minute history rows' last hour moves on past the loaded jobs, which leaves
+ * base less and less to read.
  */
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -120,10 +122,15 @@ const BASE_JOBS = 100_000;
 const DRAIN = 50_000;
 const BURST = 5_000;
 /**
- * Runs of each statement on each database per trial: enough that a sub-2 ms list statement's ratio
- * moves less than its 20 % target from one run on the same databases to the next (0.94–1.19×).
+ * Drains and bursts of each column a trial, the columns (and the twin) in turn: a drain lasts about a
+ * second, and over 3 of them base read 33,686-58,499 jobs/s in one run.
  */
-const QUERY_RUNS = 60;
+const ROUNDS = 3;
+/**
+ * Runs of each statement on each database per trial (QUERY_BUDGET_MS allowing): at 60, a statement
+ * of one page on each read 0.13 against 0.19 ms, a round trip's jitter.
+ */
+const QUERY_RUNS = 400;
 const QUERY_BUDGET_MS = 5_000;
 /** Rows per loading statement: each is one transaction, and progress is printed after each. */
 const LOAD_CHUNK = 500_000;
@@ -332,7 +339,10 @@ async function rollupsKept(db: BenchDatabase): Promise<void> {
   say(`rollups kept: ${kept[0]?.h ?? 0} rows of history_minutes, ${kept[0]?.l ?? 0} of lag_minutes`);
 }
 
-/** `twin`: a second base, loaded the same way, for the latency and burst rows' controls (A/A). */
+/**
+ * `twin`: a second base, loaded the same way, for the drain, latency and burst rows' controls
+ * (A/A).
+ */
 async function prepare(kind: 'base' | 'twin' | 'history'): Promise<Db> {
   const n = kind === 'history' ? N : Math.min(BASE_JOBS, N);
   const db = await benchDatabase(KEEP ? { keep: `hist_${N}_${DAYS}d_${kind}` } : {});
@@ -979,7 +989,7 @@ export const bench: Bench = async () => {
   );
   const base = await prepare('base');
   const full = await prepare('history');
-  const twin = ONLY.has('latency') || ONLY.has('burst') ? await prepare('twin') : null;
+  const twin = ONLY.has('drain') || ONLY.has('latency') || ONLY.has('burst') ? await prepare('twin') : null;
   const dbs: Record<Column, Db> = { base, history: full, week: full, pruning: full };
   const pruningColumn = (c: Column): boolean => c === 'week' || c === 'pruning';
   const columns = COLUMNS.filter((c) => !pruningColumn(c) || ONLY.has('pruning'));
@@ -1013,6 +1023,8 @@ export const bench: Bench = async () => {
           ? (measure) => withPruning(full, weekPruned, measure, week)
           : plain;
     const drains = { base: [], history: [], week: [], pruning: [] } as Record<Column, number[]>;
+    /** The twin's drains, in the columns' rotation: base's ratio to a database like it. */
+    const twinDrains: number[] = [];
     const lats = { base: [], history: [], week: [], pruning: [] } as Record<Column, Percentiles[]>;
     /**
      * Each trial's jobs of base and history sent in one run (latencyTogether), and of base and its
@@ -1058,9 +1070,19 @@ export const bench: Bench = async () => {
     for (let t = 0; t < TRIALS; t++) {
       // Rotated, so no column always runs right after another's vacuum or checkpoint.
       const order = rotated.map((_, i) => rotated[(i + t) % rotated.length] ?? 'base');
+      // The twin takes its turn in the rotation, so the control is not always a trial's last.
+      const turns: (Column | 'twin')[] = twin === null ? rotated : [...rotated, 'twin'];
+      const inTurn = async (run: (c: Column | 'twin') => Promise<void>): Promise<void> => {
+        for (let r = 0; r < ROUNDS; r++) {
+          for (let i = 0; i < turns.length; i++) await run(turns[(i + t + r) % turns.length] ?? 'base');
+        }
+      };
       if (ONLY.has('drain')) {
         say(`drain, trial ${t + 1} of ${TRIALS}…`);
-        for (const c of order) drains[c].push(await around(c)(() => drain(dbs[c])));
+        await inTurn(async (c) => {
+          if (c !== 'twin') drains[c].push(await around(c)(() => drain(dbs[c])));
+          else if (twin !== null) twinDrains.push(await drain(twin));
+        });
       }
       if (ONLY.has('latency')) {
         say(`latency, trial ${t + 1} of ${TRIALS}…`);
@@ -1082,13 +1104,10 @@ export const bench: Bench = async () => {
       }
       if (ONLY.has('burst')) {
         say(`burst, trial ${t + 1} of ${TRIALS}…`);
-        // The twin takes its turn in the rotation, so the control is not always a trial's last burst.
-        const turns: (Column | 'twin')[] = twin === null ? rotated : [...rotated, 'twin'];
-        for (let i = 0; i < turns.length; i++) {
-          const c = turns[(i + t) % turns.length] ?? 'base';
+        await inTurn(async (c) => {
           if (c !== 'twin') bursts[c].push(await burst(dbs[c], burstN++, around(c)));
           else if (twin !== null) twinBursts.push(await burst(twin, burstN++, plain));
-        }
+        });
       }
     }
     for (let t = 0; t < TRIALS && columns.includes('pruning'); t++) {
@@ -1123,7 +1142,15 @@ export const bench: Bench = async () => {
           name: `drain ${DRAIN.toLocaleString('en')}: ${LABEL[c]}`,
           value: `${fmt(m(c))} jobs/s`,
           target: target(c, '≥ 0.8× base', '≥ 0.9× history'),
-          note: `${ratio(c, m)}median of ${TRIALS}: ${range(drains[c])}`,
+          note: `${ratio(c, m)}median of ${drains[c].length}: ${range(drains[c])}`,
+        });
+      }
+      if (twinDrains.length > 0) {
+        rows.push({
+          group: 'history',
+          name: `the same, base's twin (a second base loaded alike): the history row's noise`,
+          value: `${fmt(median(twinDrains))} jobs/s`,
+          note: `${fmt(median(twinDrains) / m('base'), 2)}× base; median of ${twinDrains.length}: ${range(twinDrains)}`,
         });
       }
     }
@@ -1216,7 +1243,7 @@ export const bench: Bench = async () => {
           name: `burst ${BURST.toLocaleString('en')} occurrences: ${LABEL[c]}`,
           value: `${fmt(m(c))} ms`,
           target: c === 'base' ? '' : c === 'history' ? '≤ 1.2× base' : '',
-          note: `fire time → all written; ${ratio(c, m)}median of ${TRIALS}: ${range(bursts[c])}`,
+          note: `fire time → all written; ${ratio(c, m)}median of ${bursts[c].length}: ${range(bursts[c])}`,
         });
       }
       if (twinBursts.length > 0) {
@@ -1224,7 +1251,7 @@ export const bench: Bench = async () => {
           group: 'history',
           name: `the same, base's twin (a second base loaded alike): the history row's noise`,
           value: `${fmt(median(twinBursts))} ms`,
-          note: `fire time → all written; ${fmt(median(twinBursts) / m('base'), 2)}× base; median of ${TRIALS}: ${range(twinBursts)}`,
+          note: `fire time → all written; ${fmt(median(twinBursts) / m('base'), 2)}× base; median of ${twinBursts.length}: ${range(twinBursts)}`,
         });
       }
     }
