@@ -40,12 +40,17 @@ export interface LagMinute {
  */
 export async function historyLagPerMinute(db: Queryable, range: HistoryRange): Promise<LagMinute[]> {
   const tenant = range.tenantId !== undefined;
+  const ofTenant = tenant
+    ? `AND o.fire_at >= $1 AND o.fire_at < $2
+       AND o.schedule_id IN (SELECT s.id FROM schedules s WHERE s.tenant_id = $3)`
+    : '';
   const { rows } = await db.query<{ at: Date; count: number; p50: number; p99: number; exact: boolean }>({
     name: tenant ? 'historyLagPerMinuteOf' : 'historyLagPerMinute',
     // The times are read through `w` (InitPlans), so no plan depends on them and the statement keeps
     // one generic plan: planned for each call over 8 days of the ledger's slices, it took ~0.5 ms
-    // more than beside one day. A tenant's read plans for its tenant: one holding 1 % of the
-    // schedules reads their ids by index, one holding nearly all reads the table (list-plans.test).
+    // more than beside one day. A tenant's read is planned for its tenant (one holding 1 % of the
+    // schedules reads their ids by index, one holding nearly all reads the table: list-plans.test),
+    // so it also names the times as they are, and that plan holds only the slices they cover.
     text: `WITH r AS (${liveFrom('lag')}),
                 w AS (SELECT date_trunc('minute', $1::timestamptz) AS since, $2::timestamptz AS until)
            SELECT minute AS at, scheduled AS count, p50_s AS p50, p99_s AS p99, true AS exact
@@ -60,7 +65,7 @@ export async function historyLagPerMinute(db: Queryable, range: HistoryRange): P
             CROSS JOIN LATERAL (SELECT greatest(0, extract(epoch FROM o.materialised_at - o.fire_at)) AS s) l
             WHERE o.fire_at >= (SELECT live_from FROM r) AND o.fire_at < (SELECT until FROM w)
               AND o.state = 'enqueued' AND o.source = 'schedule' AND NOT o.backfill AND ${notSummed('o', 'minutes')}
-              ${tenant ? 'AND o.schedule_id IN (SELECT s.id FROM schedules s WHERE s.tenant_id = $3)' : ''}
+              ${ofTenant}
             GROUP BY 1
            UNION ALL
            SELECT minute, sum(scheduled)::int, (sum(lag_sum_s) / sum(scheduled))::float8, max(lag_max_s)::float8, false
