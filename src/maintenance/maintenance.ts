@@ -40,6 +40,8 @@ import {
   occurrenceSliceEnsure,
   occurrenceSliceList,
   occurrenceSliceSumStep,
+  OCCURRENCE_SUM_STEP_ROWS,
+  OCCURRENCE_SUM_STEP_ROWS_SPARED,
   type OccurrenceSlice,
 } from '../store/occurrence-slices.ts';
 import type { Fence } from '../store/occurrences.ts';
@@ -498,6 +500,7 @@ export class Maintenance {
    * unknown, or the slice's end): spread over the time until `deadlineMs` (slice-pace.ts) unless
    * spreadSlices is off, at most `cap`, and never resting past `untilMs`, the pass's time for the
    * slice: the pass goes on with the rest of its pruning, and the next one with this slice.
+   * `spared`: the plan's pace is below the cap.
    */
   #slicePace(
     ms: number,
@@ -505,12 +508,15 @@ export class Maintenance {
     deadlineMs: number,
     untilMs: number,
     cap: number,
-  ): number {
-    const duty =
+  ): { duty: number; spared: boolean } {
+    const planned =
       step === null || !this.#spreadSlices
         ? cap
         : slicePaceDuty({ ms, ...step }, (deadlineMs - performance.now()) / 1000, cap);
-    return Math.max(duty, ms / (ms + Math.max(0, untilMs - performance.now())));
+    return {
+      duty: Math.max(planned, ms / (ms + Math.max(0, untilMs - performance.now()))),
+      spared: planned < cap,
+    };
   }
 
   /** Rests after a statement that began at `started`, so this role takes `dutyCycle` of a connection. */
@@ -676,7 +682,7 @@ export class Maintenance {
             deadlineMs,
             until,
             this.#dutyCycle,
-          ),
+          ).duty,
       );
       if (r === null) return 'lost';
       count('job_effects', r.effects, performance.now());
@@ -786,21 +792,27 @@ export class Maintenance {
       const deadlineMs = await this.#deadline('sum', slice.name, () => Promise.resolve(nextDueS), due);
       let rows = 0;
       let summed = false;
+      // Short steps while the plan's pace is below the cap, long ones (a third less a row) at it.
+      let spared = this.#spreadSlices;
       for (;;) {
+        const stepRows = spared ? OCCURRENCE_SUM_STEP_ROWS_SPARED : OCCURRENCE_SUM_STEP_ROWS;
         const step = await this.#batch(
           'occurrences',
-          (fence) => occurrenceSliceSumStep(this.#pool, fence, slice, this.#now(), retentionS),
+          (fence) => occurrenceSliceSumStep(this.#pool, fence, slice, this.#now(), retentionS, stepRows),
           (r) => r.rows ?? 0,
           count,
           () => ({ wholeSlice: true }),
-          (r, ms) =>
-            this.#slicePace(
+          (r, ms) => {
+            const pace = this.#slicePace(
               ms,
               r.span === undefined ? null : { done: r.span.stepS, left: r.span.leftS },
               deadlineMs,
               until,
               this.#sliceSumDutyCycle,
-            ),
+            );
+            spared = pace.spared;
+            return pace.duty;
+          },
         );
         if (step === null) return 'lost';
         rows += step.rows ?? 0;

@@ -30,6 +30,7 @@ import {
   occurrenceSliceList,
   occurrenceSliceSumStep,
   OCCURRENCE_SUM_STEP_ROWS,
+  OCCURRENCE_SUM_STEP_ROWS_SPARED,
   type OccurrenceSlice,
 } from '../../src/store/occurrence-slices.ts';
 import { occurrenceListBySchedule, type Fence } from '../../src/store/occurrences.ts';
@@ -552,9 +553,14 @@ test('slices are summed oldest first: one held back by a backfill holds back the
 /**
  * The ledger sliced by day from D-35, a schedule `name` (tenant acme) with 240 occurrences in the
  * first slice and one before it (the default partition's, for a row walk), and the first slice's
- * row estimate set so that its sum takes four steps of six hours.
+ * row estimate set so that its sum takes four steps of six hours of `stepRows` each: the short
+ * steps of a role spreading the slice with time to spare unless given.
  */
-async function fourStepSlice(pool: Pool, name: string): Promise<{ s: string; slice: OccurrenceSlice }> {
+async function fourStepSlice(
+  pool: Pool,
+  name: string,
+  stepRows = OCCURRENCE_SUM_STEP_ROWS_SPARED,
+): Promise<{ s: string; slice: OccurrenceSlice }> {
   await sliceLedger(pool, -35, 3);
   const s = await insertSchedule(pool, name, 'acme');
   await insertOccurrences(pool, s, [
@@ -567,7 +573,7 @@ async function fourStepSlice(pool: Pool, name: string): Promise<{ s: string; sli
   await pool.query(`ALTER TABLE "${slice.name}" SET (autovacuum_enabled = off)`);
   await pool.query(`UPDATE pg_class SET reltuples = $2 WHERE oid = $1::regclass`, [
     `"${slice.name}"`,
-    4 * OCCURRENCE_SUM_STEP_ROWS,
+    4 * stepRows,
   ]);
   return { s, slice };
 }
@@ -619,8 +625,8 @@ test('a pass sums the ledger for at most sliceSumPassMs and goes on; the next pa
 
 /**
  * `passes` passes over fourStepSlice's ledger (schedule `name`) by a role with `options` (clock T and
- * a duty cycle of 1 unless given): the slice's four steps as onBatch saw them, and when the first
- * pass began.
+ * a duty cycle of 1 unless given): the slice's four steps as onBatch saw them (long ones with
+ * spreadSlices off, short ones otherwise), and when the first pass began.
  */
 async function stepsOfPass(
   pool: Pool,
@@ -628,7 +634,9 @@ async function stepsOfPass(
   options: Partial<MaintenanceOptions>,
   passes = 1,
 ): Promise<{ steps: PruneBatch[]; startedMs: number }> {
-  const { slice } = await fourStepSlice(pool, name);
+  const stepRows =
+    options.spreadSlices === false ? OCCURRENCE_SUM_STEP_ROWS : OCCURRENCE_SUM_STEP_ROWS_SPARED;
+  const { slice } = await fourStepSlice(pool, name, stepRows);
   const steps: PruneBatch[] = [];
   const m = new Maintenance({
     pool,
@@ -697,6 +705,32 @@ test('a slice with time before the next is due is summed evenly over three quart
   restsBetween(steps).forEach((rest, i) => assert.ok(rest >= 500, `step ${i + 2} started ${rest} ms after`));
   const endedMs = steps.at(-1)?.endedMs ?? Infinity;
   assert.ok(endedMs - startedMs < budgetMs, `summed ${endedMs - startedMs} ms after the pass began`);
+});
+
+test('a plan whose pace reaches the cap goes on in long steps', async () => {
+  const { pool } = await createTestDatabase();
+  const { slice } = await fourStepSlice(pool, 'capped');
+  // The slice after it comes due 530 ms after this clock: the steps plan to be done in 400 ms, a
+  // cycle of 100 ms a step, and a step of 2 ms or more passes a cap of 2 %.
+  const clock = new FakeClock(new Date(day(-34 + 1 + 30).getTime() - 530));
+  const steps: PruneBatch[] = [];
+  const m = new Maintenance({
+    pool,
+    log,
+    clock,
+    leaseName: 'occurrence-slices-capped',
+    dutyCycle: 1,
+    sliceSumDutyCycle: 0.02,
+    onBatch: (b) => {
+      if (b.table === 'occurrences' && b.wholeSlice === true) steps.push(b);
+    },
+  });
+  await m.runPass();
+  await m.stop();
+  assert.ok(!(await occurrenceSliceList(pool)).some((x) => x.name === slice.name));
+  // A short step of six hours, then a long one of fifteen and the three hours left; short steps
+  // throughout would take four.
+  assert.equal(steps.length, 3);
 });
 
 test("a slice's deadline is planned at its first step and kept by the passes after it", async () => {
