@@ -126,29 +126,43 @@ export async function occurrenceLatenessPerMinute(
   db: Queryable,
   range: { from: Date; to: Date; tenantId?: string; limit: number },
 ): Promise<LatenessBucket[]> {
+  const tenant = range.tenantId !== undefined;
   const { rows } = await db.query<BucketRow>({
-    name: 'occurrenceLatenessPerMinute',
-    text: `WITH r AS (${liveFrom('lag')})
+    name: tenant ? 'occurrenceLatenessPerMinuteOf' : 'occurrenceLatenessPerMinute',
+    // As in historyLagPerMinute: the times through `w` (InitPlans) keep one generic plan for every
+    // call, where a plan for each would be planned over every slice of the ledger; a tenant's read is
+    // planned for its tenant and names the times as they are, so its plan holds only their slices.
+    text: `WITH r AS (${liveFrom('lag')}),
+                w AS (SELECT date_trunc('minute', $1::timestamptz) AS since, $2::timestamptz AS until)
            SELECT at, ${SUMS} FROM (
              SELECT minute AS at, scheduled, triggered, skipped, missed, late, lag_sum_s, lag_max_s
                FROM lag_minutes, r
-              WHERE r.rolled AND minute >= date_trunc('minute', $1::timestamptz) AND minute < least($2, r.upto)
-                AND tenant_id = coalesce($3, '')
+              WHERE r.rolled AND minute >= (SELECT since FROM w) AND minute < (SELECT least(until, r.upto) FROM w, r)
+                AND tenant_id = ${tenant ? '$3' : "''"}
              UNION ALL
              SELECT minute AS at, scheduled, triggered, skipped, missed, late, lag_sum_s, lag_max_s
                FROM occurrence_minutes
-              WHERE minute >= date_trunc('minute', (SELECT live_from FROM r)) AND minute < $2
-                AND ($3::text IS NULL OR tenant_id = $3)
+              WHERE minute >= date_trunc('minute', (SELECT live_from FROM r)) AND minute < (SELECT until FROM w)
+                ${tenant ? 'AND tenant_id = $3' : ''}
              UNION ALL
              SELECT date_trunc('minute', o.fire_at), ${LIVE_COLUMNS}
                FROM occurrences o
-              WHERE o.fire_at >= (SELECT live_from FROM r) AND o.fire_at < $2 AND ${notSummed('o', 'minutes')}
-                -- A tenant's read tests each row against its schedules, hashed once; an admin's reads none.
-                AND ($3::text IS NULL OR o.schedule_id IN (SELECT s.id FROM schedules s WHERE s.tenant_id = $3))
+              WHERE o.fire_at >= (SELECT live_from FROM r) AND o.fire_at < (SELECT until FROM w)
+                AND ${notSummed('o', 'minutes')}
+                ${
+                  tenant
+                    ? // A tenant's read tests each row against its schedules, hashed once: the OR (never true
+                      // here) keeps the IN a subplan, where as a join it looked up each row's schedule.
+                      `AND o.fire_at >= $1 AND o.fire_at < $2
+                       AND ($3::text IS NULL OR o.schedule_id IN (SELECT s.id FROM schedules s WHERE s.tenant_id = $3))`
+                    : ''
+                }
               GROUP BY 1
            ) b
-           GROUP BY at ORDER BY at LIMIT $4`,
-    values: [range.from, range.to, range.tenantId ?? null, range.limit],
+           GROUP BY at ORDER BY at LIMIT $${tenant ? 4 : 3}`,
+    values: tenant
+      ? [range.from, range.to, range.tenantId, range.limit]
+      : [range.from, range.to, range.limit],
   });
   return rows.map(bucket);
 }

@@ -326,7 +326,7 @@ test('list and overview statements use indexes on a database with history', asyn
   assert.deepEqual(failures, []);
 });
 
-test('the charts of finished jobs and backlog keep one generic plan, not one planned per call over every slice', async () => {
+test('the charts of finished jobs, backlog and lateness keep one generic plan, not one planned per call over every slice', async () => {
   const to = new Date();
   const from = new Date(to.getTime() - 3_600_000);
   const client = await db.pool.connect();
@@ -337,17 +337,24 @@ test('the charts of finished jobs and backlog keep one generic plan, not one pla
         await historyBacklogPerMinute(client, { from, to, ...filter });
       }
     }
+    for (let i = 0; i < 7; i++) {
+      await historyLagPerMinute(client, { from, to });
+      await occurrenceLatenessPerMinute(client, { from, to, limit: 100 });
+    }
     const { rows } = await client.query<{ name: string; generic: number }>(
       `SELECT name, generic_plans::int AS generic FROM pg_prepared_statements
-        WHERE name IN ('historyThroughputPerMinute', 'historyThroughputPerMinuteOf', 'historyBacklogPerMinute')
+        WHERE name IN ('historyThroughputPerMinute', 'historyThroughputPerMinuteOf', 'historyBacklogPerMinute',
+                       'historyLagPerMinute', 'occurrenceLatenessPerMinute')
         ORDER BY name`,
     );
     assert.deepEqual(
       rows.map((r) => [r.name, r.generic > 0]),
       [
         ['historyBacklogPerMinute', true],
+        ['historyLagPerMinute', true],
         ['historyThroughputPerMinute', true],
         ['historyThroughputPerMinuteOf', true],
+        ['occurrenceLatenessPerMinute', true],
       ],
     );
   } finally {
