@@ -33,7 +33,7 @@
  * Measured alternately trial by trial, the order rotating: drain 50,000 no-op jobs with one worker
  * (concurrency 2,000), ROUNDS times a trial on each database and on the twin below in its turn (the
  * catch-up's column once a trial); enqueue → handler start latency, 5,000 jobs at 200/s, p50 and
- * p99, each column alone and base and history again in one run (a worker on each, their jobs sent
+ * p99 over every trial's jobs pooled, each column alone and base and history again in one run (a worker on each, their jobs sent
  * in turn), then base and a twin loaded alike the same way, which shows how far that ratio moves by
  * noise alone; a 5,000-occurrence burst (fire time → all written, one leader), in turns as the
  * drain; 10,000 jobs at 200/s on the history with the catch-up's pruning switched on and off every
@@ -507,11 +507,11 @@ const percentiles = (samples: LatencySample[]): Percentiles => {
 };
 
 /** Enqueue → start p50 and p99; each job's sample is added to `kept` when given. */
-async function latency(d: Db, around: Around, kept?: LatencySample[]): Promise<Percentiles> {
+async function latency(d: Db, around: Around, kept?: LatencySample[]): Promise<number[]> {
   await fresh(d, 'latency');
   const samples = await latencySamples(d.db, d.jobs, LATENCY_N, around);
   kept?.push(...samples);
-  return percentiles(samples);
+  return samples.map((x) => x.ms);
 }
 
 /** Enqueue → start on each of `ds` in one run, job by job in turn (latencyInterleaved). */
@@ -770,8 +770,12 @@ async function burst(d: Db, trial: number, around: (measure: () => Promise<numbe
 const lastHour = () => ({ from: new Date(Date.now() - 3_600_000), to: new Date() });
 const lastDays = (n: number) => ({ from: new Date(Date.now() - n * 86_400_000), to: new Date() });
 
-/** The statements the API's list routes and the dashboard's overview run, and what each is for. */
-function queries(d: Db, q: Queryable = d.db.pool): [string, () => Promise<unknown>][] {
+/**
+ * The statements the API's list routes and the dashboard's overview run, and what each is for. A
+ * third element false: no target, a read of more rows on the history than on base (base holds the
+ * newest ~2 hours, so a read of the last hour asks both for the same rows).
+ */
+function queries(d: Db, q: Queryable = d.db.pool): [string, () => Promise<unknown>, boolean?][] {
   return [
     ['GET /v1/jobs (first page, newest)', () => jobSearch(q, { limit: 100 })],
     ['GET /v1/jobs?state=succeeded', () => jobSearch(q, { state: 'succeeded', limit: 100 })],
@@ -782,8 +786,13 @@ function queries(d: Db, q: Queryable = d.db.pool): [string, () => Promise<unknow
     ['GET /v1/schedules/{id}/occurrences', () => occurrenceListBySchedule(q, d.scheduleId, null, 100)],
     ['GET /v1/workflows', () => workflowSearch(q, { limit: 50 })],
     [
-      'GET /v1/schedules/{id}/lateness (per day, 30 days)',
+      'GET /v1/schedules/{id}/lateness (per day, last hour)',
+      () => occurrenceLatenessBySchedule(q, d.scheduleId, { ...lastHour(), limit: 100 }),
+    ],
+    [
+      'the same over 30 days: every row of the schedule in the ledger (history 8 days, base ~2 hours)',
       () => occurrenceLatenessBySchedule(q, d.scheduleId, { ...lastDays(30), limit: 100 }),
+      false,
     ],
     [
       'GET /v1/lateness (per minute, last hour)',
@@ -1047,7 +1056,8 @@ export const bench: Bench = async () => {
     const drains = { base: [], history: [], week: [], pruning: [] } as Record<Column, number[]>;
     /** The twin's drains, in the columns' rotation: base's ratio to a database like it. */
     const twinDrains: number[] = [];
-    const lats = { base: [], history: [], week: [], pruning: [] } as Record<Column, Percentiles[]>;
+    // Each trial's enqueue → start times, per column.
+    const lats = { base: [], history: [], week: [], pruning: [] } as Record<Column, number[][]>;
     /**
      * Each trial's jobs of base and history sent in one run (latencyTogether), and of base and its
      * twin in another: what the same comparison reads between two databases that differ in nothing.
@@ -1066,6 +1076,7 @@ export const bench: Bench = async () => {
     const catchUpSamples: LatencySample[] = [];
     const pairPruned: Pruned = { rows: 0, seconds: 0, batchMs: [], spans: [], idle: 0 };
     const names = queries(base).map(([name]) => name);
+    const gated = queries(base).map(([, , g]) => g !== false);
     const qms = { base: [] as number[][], history: [] as number[][] };
     let burstN = 0;
     // The queries first, on the histories as loaded: the measurements after them add jobs to the
@@ -1177,8 +1188,10 @@ export const bench: Bench = async () => {
       }
     }
     if (ONLY.has('latency')) {
-      const p50 = (c: Column) => median(lats[c].map((l) => l.p50));
-      const p99 = (c: Column) => median(lats[c].map((l) => l.p99));
+      // Over every trial's jobs pooled: a trial's p99 is its 50th slowest job of 5,000, and the
+      // median of three of them moved the week's row 0.91-1.36x of the history's between runs.
+      const p50 = (c: Column) => percentile(lats[c].flat(), 50);
+      const p99 = (c: Column) => percentile(lats[c].flat(), 99);
       for (const c of columns) {
         rows.push({
           group: 'history',
@@ -1186,12 +1199,8 @@ export const bench: Bench = async () => {
           value: `p50 ${fmt(p50(c), 2)} ms, p99 ${fmt(p99(c), 2)} ms`,
           // History's target is read where base and history share a run (below).
           target: target(c, '', '≤ 1.1× history'),
-          note: `p50 ${ratio(c, p50)}p99 ${ratio(c, p99)}median of ${TRIALS}: p50 ${range(
-            lats[c].map((l) => l.p50),
-            2,
-          )}, p99 ${range(
-            lats[c].map((l) => l.p99),
-            2,
+          note: `p50 ${ratio(c, p50)}p99 ${ratio(c, p99)}over the ${lats[c].flat().length.toLocaleString('en')} jobs of ${lats[c].length} trials; p99 by trial ${byRun(
+            lats[c].map((l) => percentile(l, 99)),
           )} ms`,
         });
       }
@@ -1285,7 +1294,7 @@ export const bench: Bench = async () => {
           group: 'history',
           name,
           value: `${fmt(m('base'), 2)} / ${fmt(m('history'), 2)} ms`,
-          target: '≤ 1.2× base',
+          target: gated[i] === true ? '≤ 1.2× base' : '',
           note: `base / history, ${(m('history') / m('base')).toFixed(2)}×, runs alternating, median of ${TRIALS} trials; pages touched ${p('base')} / ${p('history')}`,
         });
       });
