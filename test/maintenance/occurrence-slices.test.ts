@@ -624,6 +624,29 @@ test('a pass sums the ledger for at most sliceSumPassMs and goes on; the next pa
 });
 
 /**
+ * A role over fourStepSlice's ledger (schedule `name`) with `options` and a duty cycle of 1, and the
+ * slice's steps as onBatch sees them.
+ */
+function sliceStepsRole(
+  pool: Pool,
+  name: string,
+  options: Partial<MaintenanceOptions>,
+): { m: Maintenance; steps: PruneBatch[] } {
+  const steps: PruneBatch[] = [];
+  const m = new Maintenance({
+    pool,
+    log,
+    leaseName: `occurrence-slices-${name}`,
+    dutyCycle: 1,
+    ...options,
+    onBatch: (b) => {
+      if (b.table === 'occurrences' && b.wholeSlice === true) steps.push(b);
+    },
+  });
+  return { m, steps };
+}
+
+/**
  * `passes` passes over fourStepSlice's ledger (schedule `name`) by a role with `options` (clock T and
  * a duty cycle of 1 unless given): the slice's four steps as onBatch saw them (long ones with
  * spreadSlices off, short ones otherwise), and when the first pass began.
@@ -637,18 +660,7 @@ async function stepsOfPass(
   const stepRows =
     options.spreadSlices === false ? OCCURRENCE_SUM_STEP_ROWS : OCCURRENCE_SUM_STEP_ROWS_SPARED;
   const { slice } = await fourStepSlice(pool, name, stepRows);
-  const steps: PruneBatch[] = [];
-  const m = new Maintenance({
-    pool,
-    log,
-    clock: new FakeClock(T),
-    leaseName: `occurrence-slices-${name}`,
-    dutyCycle: 1,
-    ...options,
-    onBatch: (b) => {
-      if (b.table === 'occurrences' && b.wholeSlice === true) steps.push(b);
-    },
-  });
+  const { m, steps } = sliceStepsRole(pool, name, { clock: new FakeClock(T), ...options });
   const startedMs = performance.now();
   for (let i = 0; i < passes; i++) await m.runPass();
   await m.stop();
@@ -670,18 +682,7 @@ test('with spreadSlices off, a slice is summed at sliceSumDutyCycle: each step r
 test('behind (the next slice due already), a slice is summed on a catch-up plan, not at the cap', async () => {
   const { pool } = await createTestDatabase();
   await fourStepSlice(pool, 'behind');
-  const steps: PruneBatch[] = [];
-  const m = new Maintenance({
-    pool,
-    log,
-    clock: new FakeClock(T),
-    leaseName: 'occurrence-slices-behind',
-    dutyCycle: 1,
-    sliceSumPassMs: 1_500,
-    onBatch: (b) => {
-      if (b.table === 'occurrences' && b.wholeSlice === true) steps.push(b);
-    },
-  });
+  const { m, steps } = sliceStepsRole(pool, 'behind', { clock: new FakeClock(T), sliceSumPassMs: 1_500 });
   const startedMs = performance.now();
   await m.runPass();
   const passMs = performance.now() - startedMs;
@@ -713,18 +714,7 @@ test('a plan whose pace reaches the cap goes on in long steps', async () => {
   // The slice after it comes due 530 ms after this clock: the steps plan to be done in 400 ms, a
   // cycle of 100 ms a step, and a step of 2 ms or more passes a cap of 2 %.
   const clock = new FakeClock(new Date(day(-34 + 1 + 30).getTime() - 530));
-  const steps: PruneBatch[] = [];
-  const m = new Maintenance({
-    pool,
-    log,
-    clock,
-    leaseName: 'occurrence-slices-capped',
-    dutyCycle: 1,
-    sliceSumDutyCycle: 0.02,
-    onBatch: (b) => {
-      if (b.table === 'occurrences' && b.wholeSlice === true) steps.push(b);
-    },
-  });
+  const { m, steps } = sliceStepsRole(pool, 'capped', { clock, sliceSumDutyCycle: 0.02 });
   await m.runPass();
   await m.stop();
   assert.ok(!(await occurrenceSliceList(pool)).some((x) => x.name === slice.name));
@@ -751,18 +741,7 @@ test("a slice's plan that runs out is planned anew as a catch-up, not summed at 
   // The slice after it comes due 4 s after this clock: the steps plan to be done 3 s on, a step
   // every 750 ms, so a pass of 500 ms takes one or two (a rest may end a millisecond early) of four.
   const clock = new FakeClock(new Date(day(-34 + 1 + 30).getTime() - 4_000));
-  const steps: PruneBatch[] = [];
-  const m = new Maintenance({
-    pool,
-    log,
-    clock,
-    leaseName: 'occurrence-slices-replanned',
-    dutyCycle: 1,
-    sliceSumPassMs: 500,
-    onBatch: (b) => {
-      if (b.table === 'occurrences' && b.wholeSlice === true) steps.push(b);
-    },
-  });
+  const { m, steps } = sliceStepsRole(pool, 'replanned', { clock, sliceSumPassMs: 500 });
   await m.runPass();
   const first = steps.length;
   assert.ok(first >= 1 && first <= 2, `${first} steps in the first pass`);
