@@ -33,22 +33,23 @@
  * Measured alternately trial by trial, the order rotating: drain 50,000 no-op jobs with one worker
  * (concurrency 2,000), ROUNDS times a trial on each database and on the twin below in its turn (the
  * catch-up's column once a trial); enqueue → handler start latency, 5,000 jobs at 200/s, p50 and
- * p99 over every trial's jobs pooled, each column alone and base and history again in one run (a worker on each, their jobs sent
- * in turn), then base and a twin loaded alike the same way, which shows how far that ratio moves by
- * noise alone; a 5,000-occurrence burst (fire time → all written, one leader), in turns as the
- * drain; 10,000 jobs at 200/s on the history with the catch-up's pruning switched on and off every
- * 2 s (paired, in the catch-up's trials: the week's role finds nothing due between drops of whole
- * slices), comparing the jobs sent in each kind of window: the same run with and without pruning,
- * as the week's target reads. The statements behind the API's list endpoints and the dashboard's
- * overview and history (its last three hours rolled up per minute, as a running maintenance role
- * leaves them) run first, before any measurement adds jobs to the newest slices, on base and
- * history alternately, run by run (median of QUERY_RUNS each), and each reports the pages it
- * touched, which the machine's load does not change. Then the maintenance role runs until a pass
- * deletes less than a batch, and the bench reports the disk use left; then again with a day more
- * due (retention 6 days), and reports the rate it sustained alone. Last, enqueue → start in runs of
- * 10,000 jobs while the oldest day's slice of the occurrence ledger is summed into the rollups in
- * steps switched on and off every 2 s, then dropped: the jobs sent with the steps on against those
- * sent with them off; after each such run, a control run in the same windows with nothing switched.
+ * p99 over every trial's jobs pooled, each column alone and base and history again in one run (a
+ * worker on each, their jobs sent in turn), then base and a twin loaded alike the same way, which
+ * shows how far that ratio moves by noise alone; a 5,000-occurrence burst (fire time → all written,
+ * one leader), in turns as the drain; 10,000 jobs at 200/s on the history with the catch-up's
+ * pruning switched on and off every 2 s (paired, in the catch-up's trials: the week's role finds
+ * nothing due between drops of whole slices), comparing the jobs sent in each kind of window: the
+ * same run with and without pruning, as the week's target reads. The statements behind the API's
+ * list endpoints and the dashboard's overview and history (its last three hours rolled up per
+ * minute, as a running maintenance role leaves them) run first, before any measurement adds jobs to
+ * the newest slices, on base and history alternately, run by run (median of QUERY_RUNS each), and
+ * each reports the pages it touched, which the machine's load does not change. Then the maintenance
+ * role runs until a pass deletes less than a batch, and the bench reports the disk use left; then
+ * again with a day more due (retention 6 days), and reports the rate it sustained alone. Last,
+ * enqueue → start in runs of 10,000 jobs while the oldest day's slice of the occurrence ledger is
+ * summed into the rollups in steps switched on and off every 2 s, then dropped: the jobs sent with
+ * the steps on against those sent with them off; after each such run, a control run in the same
+ * windows with nothing switched.
  *
  * BENCH_HISTORY_TRIALS sets the trials (default 3), BENCH_HISTORY_ONLY the measurements (default
  * `drain,latency,burst,queries,pruning,paired,ledger`; without `pruning` neither the two pruning
@@ -506,7 +507,7 @@ const percentiles = (samples: LatencySample[]): Percentiles => {
   return { p50: median(ms), p99: percentile(ms, 99) };
 };
 
-/** Enqueue → start p50 and p99; each job's sample is added to `kept` when given. */
+/** Enqueue → start of each job, in ms; each job's sample is added to `kept` when given. */
 async function latency(d: Db, around: Around, kept?: LatencySample[]): Promise<number[]> {
   await fresh(d, 'latency');
   const samples = await latencySamples(d.db, d.jobs, LATENCY_N, around);
@@ -983,6 +984,9 @@ const fmt = (v: number, digits = 0): string => v.toFixed(digits);
 const range = (values: number[], digits = 0): string =>
   `${fmt(Math.min(...values), digits)}–${fmt(Math.max(...values), digits)}`;
 const gib = (bytes: number): string => `${fmt(bytes / 2 ** 30, 2)} GiB`;
+/** Each trial's value in turn, as `range` cannot show: whether one trial made the spread. */
+const byRun = (values: number[], digits = 2): string => values.map((v) => fmt(v, digits)).join(', ');
+
 /**
  * A row for two databases measured in one run (latencyTogether): `a` ÷ `b` over every trial's jobs
  * pooled, and the p99 ratio run by run.
@@ -995,16 +999,13 @@ function togetherRow(
 ): Omit<BenchRow, 'name'> {
   const pa = a.flat().map((x) => x.ms);
   const pb = b.flat().map((x) => x.ms);
-  const byTrial = a.map((x, i) => fmt(percentiles(x).p99 / percentiles(b[i] ?? []).p99, 2)).join(', ');
+  const byTrial = byRun(a.map((x, i) => percentiles(x).p99 / percentiles(b[i] ?? []).p99));
   return {
     group: 'history',
     value: `p99 ${fmt(percentile(pa, 99), 2)} ms ${aName}, ${fmt(percentile(pb, 99), 2)} ms ${bName}`,
     note: `p99 ${fmt(percentile(pa, 99) / percentile(pb, 99), 2)}×, p50 ${fmt(percentile(pa, 50), 2)} / ${fmt(percentile(pb, 50), 2)} ms (${fmt(percentile(pa, 50) / percentile(pb, 50), 2)}×), over the ${pa.length.toLocaleString('en')} jobs of ${a.length} runs; p99 ${aName} ÷ ${bName} by run ${byTrial}`,
   };
 }
-
-/** Each trial's value in turn, as `range` cannot show: whether one trial made the spread. */
-const byRun = (values: number[], digits = 2): string => values.map((v) => fmt(v, digits)).join(', ');
 
 const LABEL: Record<Column, string> = {
   base: `base (newest ${BASE_JOBS.toLocaleString('en')} only)`,
@@ -1075,8 +1076,9 @@ export const bench: Bench = async () => {
     };
     const catchUpSamples: LatencySample[] = [];
     const pairPruned: Pruned = { rows: 0, seconds: 0, batchMs: [], spans: [], idle: 0 };
-    const names = queries(base).map(([name]) => name);
-    const gated = queries(base).map(([, , g]) => g !== false);
+    const listed = queries(base);
+    const names = listed.map(([name]) => name);
+    const gated = listed.map(([, , g]) => g !== false);
     const qms = { base: [] as number[][], history: [] as number[][] };
     let burstN = 0;
     // The queries first, on the histories as loaded: the measurements after them add jobs to the
@@ -1188,8 +1190,8 @@ export const bench: Bench = async () => {
       }
     }
     if (ONLY.has('latency')) {
-      // Over every trial's jobs pooled: a trial's p99 is its 50th slowest job of 5,000, and the
-      // median of three of them moved the week's row 0.91-1.36x of the history's between runs.
+      // Over every trial's jobs pooled: a trial's p99 is its 50th slowest job of 5,000, the
+      // pool's its 150th of 15,000.
       const p50 = (c: Column) => percentile(lats[c].flat(), 50);
       const p99 = (c: Column) => percentile(lats[c].flat(), 99);
       for (const c of columns) {
