@@ -229,12 +229,14 @@ test('a backfill racing the scheduler for the same fire times leaves one occurre
   let existing = 0;
   try {
     await scheduler.start();
-    // Rounds, each started just after a whole second, the schedules' newest fire time: the
-    // backfill and the scheduler both write it. At least six, and on until the scheduler has lost
-    // a fire time to the backfill (a loaded machine can delay either side past the other for
-    // several rounds), at most 40.
-    for (let round = 0; round < 6 || (scheduler.metrics.conflicts === 0 && round < 40); round++) {
-      const next = Math.ceil((Date.now() + 1) / 1000) * 1000 + 2;
+    // Rounds, each started in the second after the schedules' newest fire time: the backfill and
+    // the scheduler both write it. A round starts at a phase that moves 97 ms a round over the
+    // first half-second, so early rounds favour the backfill and late ones the 300 ms tick. At
+    // least six, and on until each side has written a fire time the other then found (a loaded
+    // machine can delay either side past the other for several rounds), at most 40.
+    const raced = (): boolean => scheduler.metrics.conflicts > 0 && scheduler.metrics.occurrences > 0;
+    for (let round = 0; round < 6 || (!raced() && round < 40); round++) {
+      const next = Math.ceil((Date.now() + 1) / 1000) * 1000 + 2 + ((round * 97) % 500);
       await new Promise((r) => setTimeout(r, next - Date.now()));
       const to = new Date(Math.floor(Date.now() / 1000) * 1000 + 1);
       const results = await Promise.all(
