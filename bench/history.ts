@@ -1007,6 +1007,43 @@ function togetherRow(
   };
 }
 
+/**
+ * A pruning column's jobs in one split: sent while one of its role's statements ran, or not.
+ * Counting every job whose wait met a statement instead favours slow jobs, which span more time:
+ * that split is in the note. `kind` narrows the statements to one kind. What a job that meets a
+ * statement pays, not the run with pruning against the run without: no pacing changes it, only
+ * each statement's CPU, so it has no target.
+ */
+function statementSplitRow(label: string, samples: LatencySample[], spans: Pruned['spans']): BenchRow {
+  const sentDuring = (x: LatencySample, kind?: string): boolean =>
+    spans.some((p) => (kind === undefined || p.kind === kind) && p.from <= x.sentMs && x.sentMs < p.to);
+  const met = (x: LatencySample): boolean => spans.some((p) => p.from < x.sentMs + x.ms && p.to > x.sentMs);
+  const split = (f: (x: LatencySample) => boolean): [number[], number[]] => [
+    samples.filter(f).map((x) => x.ms),
+    samples.filter((x) => !f(x)).map((x) => x.ms),
+  ];
+  const [during, outside] = split((x) => sentDuring(x));
+  const [metDuring, metOutside] = split(met);
+  // Which statements the jobs sent during one met: p99 per kind of statement, against outside.
+  const kinds = [...new Set(spans.map((p) => p.kind))].sort();
+  const byKind = kinds
+    .map((kind) => {
+      const ms = samples.filter((x) => sentDuring(x, kind)).map((x) => x.ms);
+      const took = spans.filter((p) => p.kind === kind).map((p) => p.to - p.from);
+      const ratio =
+        ms.length === 0 ? 'no p99' : `p99 ${fmt(percentile(ms, 99) / percentile(outside, 99), 2)}×`;
+      return `${kind}: ${ms.length} jobs, ${ratio} (statements ${took.length}, median ${fmt(median(took), 1)} ms, longest ${fmt(Math.max(...took), 1)} ms)`;
+    })
+    .join('; ');
+  return {
+    group: 'history',
+    name: `enqueue → start while ${label}, jobs sent while a pruning statement ran against the rest`,
+    value: `p99 ${fmt(percentile(during, 99), 2)} ms during, ${fmt(percentile(outside, 99), 2)} ms outside`,
+    target: '',
+    note: `p99 ${fmt(percentile(during, 99) / percentile(outside, 99), 2)}×, p50 ${fmt(median(during), 2)} / ${fmt(median(outside), 2)} ms; ${during.length.toLocaleString('en')} jobs sent during a statement, ${outside.length.toLocaleString('en')} outside, in the ${TRIALS} latency trials of the column; every job whose wait met a statement against the rest: p99 ${fmt(percentile(metDuring, 99) / percentile(metOutside, 99), 2)}× (${metDuring.length.toLocaleString('en')} jobs); by statement: ${byKind}`,
+  };
+}
+
 const LABEL: Record<Column, string> = {
   base: `base (newest ${BASE_JOBS.toLocaleString('en')} only)`,
   history: 'history',
@@ -1075,6 +1112,7 @@ export const bench: Bench = async () => {
       overlaps: [] as { tail: number; all: number }[],
     };
     const catchUpSamples: LatencySample[] = [];
+    const weekSamples: LatencySample[] = [];
     const pairPruned: Pruned = { rows: 0, seconds: 0, batchMs: [], spans: [], idle: 0 };
     const listed = queries(base);
     const names = listed.map(([name]) => name);
@@ -1121,7 +1159,9 @@ export const bench: Bench = async () => {
       }
       if (ONLY.has('latency')) {
         say(`latency, trial ${t + 1} of ${TRIALS}…`);
-        for (const c of order) lats[c].push(await latency(dbs[c], around(c)));
+        for (const c of order) {
+          lats[c].push(await latency(dbs[c], around(c), c === 'week' ? weekSamples : undefined));
+        }
         // And base and history in one run, their jobs in turn: history ÷ base read job by job. The
         // columns above stay alone, so the week and the catch-up compare with history like for like.
         // The pair and its control alternate which goes first, as the columns rotate.
@@ -1219,41 +1259,8 @@ export const bench: Bench = async () => {
       }
     }
     if (ONLY.has('latency') && columns.includes('pruning')) {
-      // The catch-up's jobs in one split: sent while one of its statements ran, or not. Counting
-      // every job whose wait met a statement instead favours slow jobs, which span more time: that
-      // split is in the note. `kind` narrows the statements to one kind. What a job that meets a
-      // statement pays, not the run with pruning against the run without (the on/off row): no
-      // pacing changes it, only each statement's CPU, so it has no target.
-      const sentDuring = (x: LatencySample, kind?: string): boolean =>
-        pruned.spans.some(
-          (p) => (kind === undefined || p.kind === kind) && p.from <= x.sentMs && x.sentMs < p.to,
-        );
-      const met = (x: LatencySample): boolean =>
-        pruned.spans.some((p) => p.from < x.sentMs + x.ms && p.to > x.sentMs);
-      const split = (f: (x: LatencySample) => boolean): [number[], number[]] => [
-        catchUpSamples.filter(f).map((x) => x.ms),
-        catchUpSamples.filter((x) => !f(x)).map((x) => x.ms),
-      ];
-      const [during, outside] = split((x) => sentDuring(x));
-      const [metDuring, metOutside] = split(met);
-      // Which statements the jobs sent during one met: p99 per kind of statement, against outside.
-      const kinds = [...new Set(pruned.spans.map((p) => p.kind))].sort();
-      const byKind = kinds
-        .map((kind) => {
-          const ms = catchUpSamples.filter((x) => sentDuring(x, kind)).map((x) => x.ms);
-          const spans = pruned.spans.filter((p) => p.kind === kind).map((p) => p.to - p.from);
-          const ratio =
-            ms.length === 0 ? 'no p99' : `p99 ${fmt(percentile(ms, 99) / percentile(outside, 99), 2)}×`;
-          return `${kind}: ${ms.length} jobs, ${ratio} (statements ${spans.length}, median ${fmt(median(spans), 1)} ms)`;
-        })
-        .join('; ');
-      rows.push({
-        group: 'history',
-        name: `enqueue → start while catching up, jobs sent while a pruning statement ran against the rest`,
-        value: `p99 ${fmt(percentile(during, 99), 2)} ms during, ${fmt(percentile(outside, 99), 2)} ms outside`,
-        target: '',
-        note: `p99 ${fmt(percentile(during, 99) / percentile(outside, 99), 2)}×, p50 ${fmt(median(during), 2)} / ${fmt(median(outside), 2)} ms; ${during.length.toLocaleString('en')} jobs sent during a statement, ${outside.length.toLocaleString('en')} outside, in the ${TRIALS} latency trials of the catch-up column; every job whose wait met a statement against the rest: p99 ${fmt(percentile(metDuring, 99) / percentile(metOutside, 99), 2)}× (${metDuring.length.toLocaleString('en')} jobs); by statement: ${byKind}`,
-      });
+      rows.push(statementSplitRow('the week', weekSamples, weekPruned.spans));
+      rows.push(statementSplitRow('catching up', catchUpSamples, pruned.spans));
     }
     if (ONLY.has('paired')) {
       const on = paired.on.map((x) => x.ms);
