@@ -329,6 +329,8 @@ test('list and overview statements use indexes on a database with history', asyn
 test('the charts of finished jobs, backlog and lateness keep one generic plan, not one planned per call over every slice', async () => {
   const to = new Date();
   const from = new Date(to.getTime() - 3_600_000);
+  const { rows: sched } = await db.pool.query<{ id: string }>(`SELECT id FROM schedules ORDER BY id LIMIT 1`);
+  const scheduleId = sched[0]?.id ?? '';
   const client = await db.pool.connect();
   try {
     for (const filter of [{}, { queue: 'q1' }, { tenantId: 'default', queue: 'q2' }]) {
@@ -340,11 +342,12 @@ test('the charts of finished jobs, backlog and lateness keep one generic plan, n
     for (let i = 0; i < 7; i++) {
       await historyLagPerMinute(client, { from, to });
       await occurrenceLatenessPerMinute(client, { from, to, limit: 100 });
+      await occurrenceLatenessBySchedule(client, scheduleId, { from, to, limit: 100 });
     }
     const { rows } = await client.query<{ name: string; generic: number }>(
       `SELECT name, generic_plans::int AS generic FROM pg_prepared_statements
         WHERE name IN ('historyThroughputPerMinute', 'historyThroughputPerMinuteOf', 'historyBacklogPerMinute',
-                       'historyLagPerMinute', 'occurrenceLatenessPerMinute')
+                       'historyLagPerMinute', 'occurrenceLatenessPerMinute', 'occurrenceLatenessBySchedule')
         ORDER BY name`,
     );
     assert.deepEqual(
@@ -354,6 +357,7 @@ test('the charts of finished jobs, backlog and lateness keep one generic plan, n
         ['historyLagPerMinute', true],
         ['historyThroughputPerMinute', true],
         ['historyThroughputPerMinuteOf', true],
+        ['occurrenceLatenessBySchedule', true],
         ['occurrenceLatenessPerMinute', true],
       ],
     );
