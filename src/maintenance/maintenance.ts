@@ -236,7 +236,8 @@ export class Maintenance {
   #fullWalkAtMs: number | null = null;
   /**
    * The children of a due slice of succeeded jobs deleted so far: the id the next batch starts after,
-   * the jobs read, and whether they are all gone (the slice's drop is next).
+   * the jobs read (by this role and any before it: job_slice_walks), and whether they are all gone
+   * (the slice's drop is next).
    */
   #children: { name: string; after: number; jobs: number; done: boolean } | null = null;
   /** The slices the ledger's sums and a job slice's children work through, and when each plans to be done. */
@@ -643,7 +644,7 @@ export class Maintenance {
 
   /**
    * Deletes the attempts, effects and keys of the jobs of `slice`, due whole, going on from where an
-   * earlier pass stopped: paced by the time until the next slice is due (slice-pace.ts), for at most
+   * earlier pass, or an earlier role, stopped: paced by the time until the next slice is due (slice-pace.ts), for at most
    * sliceSumPassMs of the pass. Returns how many jobs the slice holds once they are all gone;
    * `later` when the pass's time for them is up; `lost` when the term was.
    */
@@ -678,7 +679,7 @@ export class Maintenance {
         (r, ms) =>
           this.#slicePace(
             ms,
-            r.jobs < this.#batchSize ? null : { done: r.lastId - cursor, left: slice.to - 1 - r.lastId },
+            r.jobs < this.#batchSize ? null : { done: r.lastId - r.startId, left: slice.to - 1 - r.lastId },
             deadlineMs,
             until,
             this.#dutyCycle,
@@ -686,7 +687,7 @@ export class Maintenance {
       );
       if (r === null) return 'lost';
       count('job_effects', r.effects, performance.now());
-      progress.jobs += r.jobs;
+      progress.jobs = r.walked;
       progress.after = r.lastId;
       if (r.jobs < this.#batchSize) {
         progress.done = true;

@@ -49,15 +49,21 @@ export interface SliceChildrenResult {
   fenced: boolean;
   /** Jobs read from the slice: at most `limit`; fewer means the slice's end. */
   jobs: number;
+  /** Jobs read from the slice by every batch so far, this one's included (job_slice_walks). */
+  walked: number;
   attempts: number;
   effects: number;
+  /** The id the batch started after: `afterId`, or further where an earlier batch got to. */
+  startId: number;
   /** The last id read: the next batch starts after it. */
   lastId: number;
 }
 
 /**
- * Deletes the attempts, effects and keys of the next `limit` jobs of `slice` after `afterId`, as the
- * jobs_delete trigger would for their rows; fenced by the maintenance lease.
+ * Deletes the attempts, effects and keys of the next `limit` jobs of `slice` after `afterId`, or
+ * after the last id an earlier batch did (job_slice_walks) when that is further, as the jobs_delete
+ * trigger would for their rows; fenced by the maintenance lease. A role that takes over from one
+ * stopped mid-slice goes on where it stopped, and no job is counted twice.
  */
 export async function jobSliceChildrenPrune(
   db: Queryable,
@@ -69,45 +75,64 @@ export async function jobSliceChildrenPrune(
   const { rows } = await db.query<{
     fenced: boolean;
     jobs: number;
+    walked: number;
     attempts: number;
     effects: number;
-    last_id: number | null;
+    start_id: number;
+    last_id: number;
   }>(
     // The ids come from the slice's primary key alone. Each child table is read over the ids' range
     // on its job_id index, kept to the batch's jobs by a hash of their ids (IS TRUE keeps the IN a
     // filter): probed by id, each job cost three index descents where about one in ten has a child.
-    `WITH ${FENCE}, ids AS MATERIALIZED (
-       SELECT id FROM "${slice.name}" WHERE id > $4 AND EXISTS (SELECT 1 FROM fence) ORDER BY id LIMIT $5
+    `WITH ${FENCE}, done AS (
+       SELECT after_id, jobs FROM job_slice_walks WHERE name = $6
+     ), start AS (
+       SELECT greatest($4::bigint, (SELECT after_id FROM done)) AS id
+     ), ids AS MATERIALIZED (
+       SELECT id FROM "${slice.name}"
+        WHERE id > (SELECT id FROM start) AND EXISTS (SELECT 1 FROM fence) ORDER BY id LIMIT $5
      ), bound AS (
-       SELECT max(id) AS id FROM ids
+       SELECT max(id) AS id, count(*) AS jobs FROM ids
      ), att AS (
        DELETE FROM job_attempts a
-        WHERE a.job_id > $4 AND a.job_id <= (SELECT id FROM bound) AND (a.job_id IN (SELECT id FROM ids)) IS TRUE
+        WHERE a.job_id > (SELECT id FROM start) AND a.job_id <= (SELECT id FROM bound)
+          AND (a.job_id IN (SELECT id FROM ids)) IS TRUE
        RETURNING 1
      ), eff AS (
        DELETE FROM job_effects e
-        WHERE e.job_id > $4 AND e.job_id <= (SELECT id FROM bound) AND (e.job_id IN (SELECT id FROM ids)) IS TRUE
+        WHERE e.job_id > (SELECT id FROM start) AND e.job_id <= (SELECT id FROM bound)
+          AND (e.job_id IN (SELECT id FROM ids)) IS TRUE
        RETURNING 1
      ), keys AS (
        DELETE FROM job_keys k
-        WHERE k.job_id > $4 AND k.job_id <= (SELECT id FROM bound) AND (k.job_id IN (SELECT id FROM ids)) IS TRUE
+        WHERE k.job_id > (SELECT id FROM start) AND k.job_id <= (SELECT id FROM bound)
+          AND (k.job_id IN (SELECT id FROM ids)) IS TRUE
+     ), walk AS (
+       INSERT INTO job_slice_walks (name, after_id, jobs)
+       SELECT $6, id, jobs FROM bound WHERE id IS NOT NULL
+       ON CONFLICT (name) DO UPDATE SET after_id = excluded.after_id, jobs = job_slice_walks.jobs + excluded.jobs
+       RETURNING jobs
      )
      -- Each delete runs whether or not the result reads it; the keys are not counted.
      SELECT EXISTS (SELECT 1 FROM fence) AS fenced,
-            (SELECT count(*) FROM ids)::int AS jobs,
+            (SELECT jobs FROM bound)::int AS jobs,
+            coalesce((SELECT jobs FROM walk), (SELECT jobs FROM done), 0)::int AS walked,
             (SELECT count(*) FROM att)::int AS attempts,
             (SELECT count(*) FROM eff)::int AS effects,
-            (SELECT id FROM bound) AS last_id`,
-    [fence.lease, fence.holder, fence.epoch, afterId, limit],
+            (SELECT id FROM start) AS start_id,
+            coalesce((SELECT id FROM bound), (SELECT id FROM start)) AS last_id`,
+    [fence.lease, fence.holder, fence.epoch, afterId, limit, slice.name],
   );
   const row = rows[0];
   if (row === undefined) throw new Error('jobSliceChildrenPrune returned no row');
   return {
     fenced: row.fenced,
     jobs: row.jobs,
+    walked: row.walked,
     attempts: row.attempts,
     effects: row.effects,
-    lastId: row.last_id ?? afterId,
+    startId: row.start_id,
+    lastId: row.last_id,
   };
 }
 

@@ -211,11 +211,15 @@ export async function jobSliceDropEmpty(
   return { dropped: r, reason: null };
 }
 
-/** In the caller's transaction, holding jobs_done: detaches and drops `slice`, and its past row. */
+/**
+ * In the caller's transaction, holding jobs_done: detaches and drops `slice`, its past row and how
+ * far its children were deleted.
+ */
 export async function jobSliceDrop(db: Queryable, slice: JobSlice): Promise<void> {
   await db.query(`ALTER TABLE jobs_done DETACH PARTITION "${slice.name}"`);
   await db.query(`DROP TABLE "${slice.name}"`);
   await db.query('DELETE FROM job_slices_past WHERE name = $1', [slice.name]);
+  await db.query('DELETE FROM job_slice_walks WHERE name = $1', [slice.name]);
 }
 
 /** Those of `slices` with no pages and no open job in their range of ids. */

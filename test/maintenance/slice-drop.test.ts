@@ -308,6 +308,40 @@ test("a pass's time for a slice's children up, the next pass goes on from where 
   assert.equal(await count(s.pool, 'SELECT count(*) FROM job_attempts WHERE job_id = ANY ($1)', [ids]), 0);
 });
 
+test('a role that takes over mid-slice goes on after the last id done, and counts the slice once', async () => {
+  const s = await setup();
+  const ids = await dueBeforeNext(s, 3_600_000);
+  const sliceJobs: number[] = [];
+  const role = (): Maintenance =>
+    s.maintenance(
+      {},
+      {
+        batchSize: 3,
+        sliceSumPassMs: 1,
+        onBatch: (b) => b.sliceJobs !== undefined && sliceJobs.push(b.sliceJobs),
+      },
+    );
+  const first = role();
+  assert.equal((await first.runPass()).deleted.jobs, 0);
+  await first.stop();
+  const before = sliceJobs.length;
+  assert.ok(before >= 1 && before < 4, `${before} batches before the stop`);
+  // Each pass a new role, as after a restart or a failover.
+  const dropped: number[] = [];
+  for (let i = 0; i < 10 && (await s.slices()).includes(`jobs_done_${s.at[0]}`); i++) {
+    const next = role();
+    dropped.push((await next.runPass()).deleted.jobs);
+    await next.stop();
+  }
+  assert.deepEqual(sliceJobs, [3, 3, 3, 3, 0], 'no job read twice');
+  assert.equal(dropped.at(-1), ids.length, "the drop counts the slice's jobs, those the first role read too");
+  assert.equal(
+    await count(s.pool, 'SELECT count(*) FROM job_slice_walks'),
+    0,
+    'the walk is forgotten with the slice',
+  );
+});
+
 test('a stale fence deletes no child and drops no slice', async () => {
   const s = await setup();
   const [a] = s.at as [number];
