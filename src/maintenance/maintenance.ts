@@ -23,6 +23,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Clock } from '../clock.ts';
 import type { Logger } from '../log.ts';
 import { jobSliceChildrenPrune, jobSliceDropDue, jobSliceDue } from '../store/job-slice-drop.ts';
+import { partitionsDetachedDrop } from '../store/partition-change.ts';
 import {
   JOB_SLICE_IDS,
   jobSliceAt,
@@ -375,6 +376,7 @@ export class Maintenance {
   // ——— the pass ———
 
   /**
+   * Drops the slices an earlier pass detached and stopped before dropping (partitionsDetachedDrop).
    * Attaches the next slice of succeeded jobs when the ids drawn near the last one's end, and slices
    * of the occurrence ledger ahead of the clock, and has the slices behind the newest two note when
    * a job finishes into them; false when the term was lost.
@@ -382,6 +384,9 @@ export class Maintenance {
   async #ensureSlice(): Promise<boolean> {
     const fence = this.#fence();
     if (fence === null) return false;
+    for (const name of await partitionsDetachedDrop(this.#pool)) {
+      this.#log.info({ slice: name }, 'slice left detached by an earlier pass dropped');
+    }
     const o = await occurrenceSliceEnsure(this.#pool, fence, this.#now(), this.#occurrenceSliceS);
     for (const s of o.attached) {
       this.#log.info({ slice: s.name, from: s.from, to: s.to }, 'occurrence slice attached');

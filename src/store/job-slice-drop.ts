@@ -10,8 +10,8 @@
 import type { Fence } from './occurrences.ts';
 import type { Pool, Queryable } from './pool.ts';
 import { FENCE } from './retention.ts';
-import { partitionChangeFenced } from './partition-change.ts';
-import { jobSliceDrop, jobSliceListForget, type BoundedSlice, type JobSlice } from './job-slices.ts';
+import { partitionChangeFenced, partitionsDetachedDrop } from './partition-change.ts';
+import { jobSliceDetach, jobSliceListForget, type BoundedSlice, type JobSlice } from './job-slices.ts';
 
 export interface SliceDue {
   /** The ids drawn have passed the slice and no open job's id falls in it: no job can finish into it. */
@@ -139,9 +139,9 @@ export async function jobSliceChildrenPrune(
 export type SliceDropDue = 'dropped' | 'kept' | 'fenced' | 'busy';
 
 /**
- * Detaches and drops `slice` if it is still due under a lock of jobs_done, which no job can finish
- * into while it is held; `kept` when it no longer is. Waits at most `lockTimeoutMs` for jobs_done
- * (completions wait behind the few milliseconds it is held), else `busy`.
+ * Detaches `slice` if it is still due under a lock of jobs_done, which no job can finish into while
+ * it is held, and drops it once that lock is let go; `kept` when it is no longer due. Waits at most
+ * `lockTimeoutMs` for jobs_done (completions wait behind the few milliseconds it is held), else `busy`.
  */
 export async function jobSliceDropDue(
   pool: Pool,
@@ -155,9 +155,12 @@ export async function jobSliceDropDue(
     await client.query('LOCK TABLE jobs_done IN ACCESS EXCLUSIVE MODE');
     const due = await jobSliceDue(client, slice, now, retentionS);
     if (!due.closed || due.dueInS > 0) return 'kept' as const;
-    await jobSliceDrop(client, slice);
+    await jobSliceDetach(client, slice);
     return 'dropped' as const;
   });
-  if (r === 'dropped') jobSliceListForget(pool);
+  if (r === 'dropped') {
+    jobSliceListForget(pool);
+    await partitionsDetachedDrop(pool);
+  }
   return r;
 }

@@ -7,7 +7,7 @@
 import { ID_MAX, ID_MIN } from './id-bounds.ts';
 import type { Fence } from './occurrences.ts';
 import type { Pool, Queryable } from './pool.ts';
-import { partitionChangeFenced } from './partition-change.ts';
+import { partitionChangeFenced, partitionDetach, partitionsDetachedDrop } from './partition-change.ts';
 import { SliceListKept, sliceFirstRow, sliceWindows, type SliceWindow } from './slice-windows.ts';
 
 /**
@@ -202,22 +202,22 @@ export async function jobSliceDropEmpty(
     await client.query('LOCK TABLE jobs_done IN ACCESS EXCLUSIVE MODE');
     const dropped = await emptySlices(client, behind);
     for (const s of dropped) {
-      await jobSliceDrop(client, s);
+      await jobSliceDetach(client, s);
     }
     return dropped;
   });
   if (typeof r === 'string') return { dropped: [], reason: r };
   jobSliceListForget(pool);
+  await partitionsDetachedDrop(pool);
   return { dropped: r, reason: null };
 }
 
 /**
- * In the caller's transaction, holding jobs_done: detaches and drops `slice`, its past row and how
- * far its children were deleted.
+ * In the caller's transaction, holding jobs_done: detaches `slice` (partitionsDetachedDrop drops it
+ * once the caller has committed) and deletes its past row and how far its children were deleted.
  */
-export async function jobSliceDrop(db: Queryable, slice: JobSlice): Promise<void> {
-  await db.query(`ALTER TABLE jobs_done DETACH PARTITION "${slice.name}"`);
-  await db.query(`DROP TABLE "${slice.name}"`);
+export async function jobSliceDetach(db: Queryable, slice: JobSlice): Promise<void> {
+  await partitionDetach(db, 'jobs_done', slice.name);
   await db.query('DELETE FROM job_slices_past WHERE name = $1', [slice.name]);
   await db.query('DELETE FROM job_slice_walks WHERE name = $1', [slice.name]);
 }

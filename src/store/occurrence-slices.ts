@@ -8,7 +8,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Fence } from './occurrences.ts';
-import { partitionChangeFenced } from './partition-change.ts';
+import { partitionChangeFenced, partitionDetach, partitionsDetachedDrop } from './partition-change.ts';
 import type { Pool, PoolClient, Queryable } from './pool.ts';
 import { ROLLUP_COLUMNS, rollupSums, rollupUpsert } from './occurrence-rollup.ts';
 import { SliceListKept, sliceFirstRow, sliceWindows, type SliceWindow } from './slice-windows.ts';
@@ -295,7 +295,7 @@ export async function occurrenceSliceSumStep(
 /**
  * Drops `slice` once it is due and summed to its end (occurrenceSliceSumStep): in a transaction
  * fenced by the maintenance lease it is locked against writes, its days are added to
- * occurrence_days (dayPartialsFold), and it is detached and dropped. DETACH takes
+ * occurrence_days (dayPartialsFold), and it is detached, then dropped once the ledger is let go. DETACH takes
  * the whole ledger for itself for a moment: each try waits at most `lockTimeoutMs` (the scheduler's
  * writes queue behind the wait), and after DETACH_ATTEMPTS the drop waits for the next pass.
  */
@@ -317,11 +317,11 @@ export async function occurrenceSliceDropDue(
     if (rows[0]?.summed !== true) return false;
     await dayPartialsFold(client, slice);
     await lockLedger(client);
-    await client.query(`ALTER TABLE occurrences DETACH PARTITION "${slice.name}"`);
-    await client.query(`DROP TABLE "${slice.name}"`);
+    await partitionDetach(client, 'occurrences', slice.name);
     return true;
   });
   if (r === 'fenced') return { fenced: false, dropped: false };
+  if (r === true) await partitionsDetachedDrop(pool);
   return { fenced: true, dropped: r === true };
 }
 

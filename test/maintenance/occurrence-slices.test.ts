@@ -127,6 +127,12 @@ test('due slices are summed and dropped whole, a slice due within a day keeps it
   assert.deepEqual(dropped, [5, 1]);
   assert.equal(pass.deleted.occurrences, 7);
   assert.equal((await sliceStarts(pool))[0], -30);
+  const { rows: tables } = await pool.query<{ n: number }>(
+    `SELECT (SELECT count(*) FROM pg_class WHERE relname ~ '^occurrences_[0-9]' AND NOT relispartition
+                                            AND relkind = 'r')::int
+            + (SELECT count(*) FROM partitions_detached)::int AS n`,
+  );
+  assert.equal(tables[0]?.n, 0, 'the slices detached are dropped too');
   assert.deepEqual(
     (await pool.query<{ fire_at: Date }>('SELECT fire_at FROM occurrences ORDER BY fire_at')).rows.map((r) =>
       r.fire_at.getTime(),

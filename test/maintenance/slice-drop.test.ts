@@ -120,6 +120,8 @@ test('a slice whose every job is due goes whole with its jobs’ children; the o
     [dead, young, open],
     'every due job went, by the drop or the walk; the newest slice is walked too',
   );
+  assert.equal(await count(s.pool, `SELECT count(*) FROM pg_class WHERE relname = 'jobs_done_${a}'`), 0);
+  assert.equal(await count(s.pool, 'SELECT count(*) FROM partitions_detached'), 0);
   assert.equal(pass.deleted.jobs, all.length);
   assert.equal(pass.deleted.job_attempts, all.length);
   assert.equal(pass.deleted.job_effects, all.length);
@@ -340,6 +342,43 @@ test('a role that takes over mid-slice goes on after the last id done, and count
     0,
     'the walk is forgotten with the slice',
   );
+});
+
+test('a slice left detached is dropped by the next pass, holding no lock of jobs_done while it waits', async () => {
+  const s = await setup();
+  // As a role stopped between a slice's detach and its drop leaves it.
+  await s.pool.query('CREATE TABLE jobs_done_left (LIKE jobs_done)');
+  await s.pool.query(`INSERT INTO partitions_detached (name) VALUES ('jobs_done_left')`);
+  const reader = await s.pool.connect();
+  const completer = await s.pool.connect();
+  try {
+    await reader.query('BEGIN');
+    await reader.query('LOCK TABLE jobs_done_left IN ACCESS SHARE MODE');
+    const m = s.maintenance({ enabled: false });
+    const pass = m.runPass();
+    // The pass's drop waits for the reader's lock of the detached table...
+    const deadline = Date.now() + 10_000;
+    const waiting = `SELECT count(*) FROM pg_locks
+                      WHERE NOT granted AND relation = 'jobs_done_left'::regclass
+                        AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`;
+    while ((await count(s.pool, waiting)) === 0) {
+      assert.ok(Date.now() < deadline, 'the drop never waited');
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    // ...while what a completion takes of jobs_done, and more, is free.
+    await completer.query('BEGIN');
+    await completer.query(`SET LOCAL lock_timeout = '1s'`);
+    await completer.query('LOCK TABLE jobs_done IN ACCESS EXCLUSIVE MODE');
+    await completer.query('COMMIT');
+    await reader.query('COMMIT');
+    assert.equal((await pass).held, true);
+    await m.stop();
+  } finally {
+    reader.release();
+    completer.release();
+  }
+  assert.equal(await count(s.pool, `SELECT count(*) FROM pg_class WHERE relname = 'jobs_done_left'`), 0);
+  assert.equal(await count(s.pool, 'SELECT count(*) FROM partitions_detached'), 0);
 });
 
 test('a stale fence deletes no child and drops no slice', async () => {
