@@ -649,9 +649,9 @@ export class Maintenance {
 
   /**
    * Deletes the attempts, effects and keys of the jobs of `slice`, due whole, going on from where an
-   * earlier pass, or an earlier role, stopped: paced by the time until the next slice is due (slice-pace.ts), for at most
-   * sliceSumPassMs of the pass. Returns how many jobs the slice holds once they are all gone;
-   * `later` when the pass's time for them is up; `lost` when the term was.
+   * earlier pass, or an earlier role, stopped: paced by the time until the next slice is due
+   * (slice-pace.ts), for at most sliceSumPassMs of the pass. Returns how many jobs the slice holds
+   * once they are all gone; `later` when the pass's time for them is up; `lost` when the term was.
    */
   async #pruneSliceChildren(
     retentionS: number,

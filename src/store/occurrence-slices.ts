@@ -295,9 +295,10 @@ export async function occurrenceSliceSumStep(
 /**
  * Drops `slice` once it is due and summed to its end (occurrenceSliceSumStep): in a transaction
  * fenced by the maintenance lease it is locked against writes, its days are added to
- * occurrence_days (dayPartialsFold), and it is detached, then dropped once the ledger is let go. DETACH takes
- * the whole ledger for itself for a moment: each try waits at most `lockTimeoutMs` (the scheduler's
- * writes queue behind the wait), and after DETACH_ATTEMPTS the drop waits for the next pass.
+ * occurrence_days (dayPartialsFold), and it is detached, then dropped once the ledger is let go.
+ * DETACH takes the whole ledger for itself for a moment: each try waits at most `lockTimeoutMs`
+ * (the scheduler's writes queue behind the wait), and after DETACH_ATTEMPTS the drop waits for the
+ * next pass.
  */
 export async function occurrenceSliceDropDue(
   pool: Pool,
