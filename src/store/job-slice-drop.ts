@@ -10,8 +10,18 @@
 import type { Fence } from './occurrences.ts';
 import type { Pool, Queryable } from './pool.ts';
 import { FENCE } from './retention.ts';
-import { partitionChangeFenced, partitionsDetachedDrop } from './partition-change.ts';
-import { jobSliceDetach, jobSliceListForget, type BoundedSlice, type JobSlice } from './job-slices.ts';
+import {
+  partitionChangeFenced,
+  partitionsDetachedDrop,
+  partitionsLockForDetach,
+} from './partition-change.ts';
+import {
+  JOBS_DONE_LOCK_TRY_MS,
+  jobSliceDetach,
+  jobSliceListForget,
+  type BoundedSlice,
+  type JobSlice,
+} from './job-slices.ts';
 
 export interface SliceDue {
   /** The ids drawn have passed the slice and no open job's id falls in it: no job can finish into it. */
@@ -140,8 +150,9 @@ export type SliceDropDue = 'dropped' | 'kept' | 'fenced' | 'busy';
 
 /**
  * Detaches `slice` if it is still due under a lock of jobs_done, which no job can finish into while
- * it is held, and drops it once that lock is let go; `kept` when it is no longer due. Waits at most
- * `lockTimeoutMs` for jobs_done (completions wait behind the few milliseconds it is held), else `busy`.
+ * it is held, and drops it once that lock is let go; `kept` when it is no longer due. Each try at
+ * the lock waits at most `lockTimeoutMs` (completions queue behind the wait), and once the tries
+ * are spent (partitionsLockForDetach) it reports `busy`.
  */
 export async function jobSliceDropDue(
   pool: Pool,
@@ -149,10 +160,10 @@ export async function jobSliceDropDue(
   slice: BoundedSlice,
   now: Date | null,
   retentionS: number,
-  lockTimeoutMs = 200,
+  lockTimeoutMs = JOBS_DONE_LOCK_TRY_MS,
 ): Promise<SliceDropDue> {
   const r = await partitionChangeFenced(pool, fence, lockTimeoutMs, async (client) => {
-    await client.query('LOCK TABLE jobs_done IN ACCESS EXCLUSIVE MODE');
+    await partitionsLockForDetach(client, 'jobs_done', [slice.name], lockTimeoutMs);
     const due = await jobSliceDue(client, slice, now, retentionS);
     if (!due.closed || due.dueInS > 0) return 'kept' as const;
     await jobSliceDetach(client, slice);

@@ -7,7 +7,12 @@
 import { ID_MAX, ID_MIN } from './id-bounds.ts';
 import type { Fence } from './occurrences.ts';
 import type { Pool, Queryable } from './pool.ts';
-import { partitionChangeFenced, partitionDetach, partitionsDetachedDrop } from './partition-change.ts';
+import {
+  partitionChangeFenced,
+  partitionDetach,
+  partitionsDetachedDrop,
+  partitionsLockForDetach,
+} from './partition-change.ts';
 import { SliceListKept, sliceFirstRow, sliceWindows, type SliceWindow } from './slice-windows.ts';
 
 /**
@@ -112,6 +117,12 @@ export async function jobSliceAttach(db: Queryable, slice: BoundedSlice): Promis
 }
 
 /**
+ * Each try's wait for jobs_done before a slice's detach: completions queue behind the wait, so it is
+ * kept near what one holds jobs_done for (a few ms), not the 200 ms the ledger's detach waits.
+ */
+export const JOBS_DONE_LOCK_TRY_MS = 20;
+
+/**
  * Slices this many from the newest are past (job_slices_past, migration 0044): the newest is
  * attached half a slice ahead of the ids, the one before holds the ids drawn now, and jobs finish
  * into those two. A past slice notes when a job last finished into it.
@@ -184,13 +195,14 @@ export interface SliceDropResult {
  * them, so none can finish into them. With dead and cancelled jobs in jobs_ended (0031), a slice
  * empties once its succeeded jobs pass their retention, and the slices stay as many as that period
  * holds: ~31 at 500 jobs/s and the default 7 days. DETACH takes jobs_done for itself, so claims'
- * completions wait behind it for the few milliseconds it holds; it waits at most `lockTimeoutMs`
- * for jobs_done, else reports `busy` and the next pass tries again.
+ * completions wait behind it for the ~2 ms it holds, and behind its wait: each of its tries waits
+ * at most `lockTimeoutMs` (partitionsLockForDetach); once they are spent it reports `busy` and the
+ * next pass tries again.
  */
 export async function jobSliceDropEmpty(
   pool: Pool,
   fence: Fence,
-  lockTimeoutMs = 200,
+  lockTimeoutMs = JOBS_DONE_LOCK_TRY_MS,
 ): Promise<SliceDropResult> {
   const drawn = await idsDrawn(pool);
   const sliced = (await jobSliceList(pool)).filter((s) => s.to !== null);
@@ -198,8 +210,13 @@ export async function jobSliceDropEmpty(
   if (behind.length === 0) return { dropped: [], reason: null };
   if ((await emptySlices(pool, behind)).length === 0) return { dropped: [], reason: null };
   const r = await partitionChangeFenced(pool, fence, lockTimeoutMs, async (client) => {
+    await partitionsLockForDetach(
+      client,
+      'jobs_done',
+      behind.map((s) => s.name),
+      lockTimeoutMs,
+    );
     // Checked again under the lock: no job can finish into a slice while jobs_done is held.
-    await client.query('LOCK TABLE jobs_done IN ACCESS EXCLUSIVE MODE');
     const dropped = await emptySlices(client, behind);
     for (const s of dropped) {
       await jobSliceDetach(client, s);

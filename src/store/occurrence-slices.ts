@@ -6,9 +6,13 @@
  * rows one by one wrote WAL and full-page images on the claim path's commits. Fire times no slice
  * covers go to the default partition, which retention prunes row by row.
  */
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Fence } from './occurrences.ts';
-import { partitionChangeFenced, partitionDetach, partitionsDetachedDrop } from './partition-change.ts';
+import {
+  partitionChangeFenced,
+  partitionDetach,
+  partitionsDetachedDrop,
+  partitionsLockForDetach,
+} from './partition-change.ts';
 import type { Pool, PoolClient, Queryable } from './pool.ts';
 import { ROLLUP_COLUMNS, rollupSums, rollupUpsert } from './occurrence-rollup.ts';
 import { SliceListKept, sliceFirstRow, sliceWindows, type SliceWindow } from './slice-windows.ts';
@@ -178,9 +182,6 @@ export interface OccurrenceSliceSumStep {
   span?: { stepS: number; leftS: number };
 }
 
-/** Attempts at the ledger's lock before the drop gives up until the next pass. */
-const DETACH_ATTEMPTS = 5;
-
 /** The trigger a slice being summed carries (migration 0038). */
 const SUMMED_TRIGGER = 'occurrences_summed';
 
@@ -297,8 +298,8 @@ export async function occurrenceSliceSumStep(
  * fenced by the maintenance lease it is locked against writes, its days are added to
  * occurrence_days (dayPartialsFold), and it is detached, then dropped once the ledger is let go.
  * DETACH takes the whole ledger for itself for a moment: each try waits at most `lockTimeoutMs`
- * (the scheduler's writes queue behind the wait), and after DETACH_ATTEMPTS the drop waits for the
- * next pass.
+ * (the scheduler's writes queue behind the wait), and once the tries are spent
+ * (partitionsLockForDetach) the drop waits for the next pass.
  */
 export async function occurrenceSliceDropDue(
   pool: Pool,
@@ -317,7 +318,7 @@ export async function occurrenceSliceDropDue(
     );
     if (rows[0]?.summed !== true) return false;
     await dayPartialsFold(client, slice);
-    await lockLedger(client);
+    await partitionsLockForDetach(client, 'occurrences', [slice.name], lockTimeoutMs);
     await partitionDetach(client, 'occurrences', slice.name);
     return true;
   });
@@ -449,22 +450,4 @@ async function sliceRollup(
     [span.from, span.to],
   );
   return rows[0]?.n ?? 0;
-}
-
-/**
- * Takes the ledger for the DETACH, trying again after a lock timeout: a savepoint keeps the sums
- * made so far in the transaction.
- */
-async function lockLedger(client: PoolClient): Promise<void> {
-  for (let attempt = 1; ; attempt++) {
-    await client.query('SAVEPOINT ledger');
-    try {
-      await client.query('LOCK TABLE occurrences IN ACCESS EXCLUSIVE MODE');
-      return;
-    } catch (error) {
-      if ((error as { code?: unknown }).code !== '55P03' || attempt >= DETACH_ATTEMPTS) throw error;
-      await client.query('ROLLBACK TO SAVEPOINT ledger');
-      await sleep(50 * attempt);
-    }
-  }
 }

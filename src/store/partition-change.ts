@@ -1,4 +1,5 @@
 /** Partition changes the maintenance role makes: attach, detach and drop, fenced by its lease. */
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Fence } from './occurrences.ts';
 import type { Pool, PoolClient, Queryable } from './pool.ts';
 import { FENCE } from './retention.ts';
@@ -37,6 +38,46 @@ export async function partitionChangeFenced<T>(
     throw error;
   } finally {
     client.release();
+  }
+}
+
+/** Tries at the locks a detach takes before the change reports `busy` and waits for the next pass. */
+const DETACH_TRIES = 5;
+
+/**
+ * In the caller's transaction, before it detaches `partitions` from `parent`: takes them and
+ * `parent`'s default partition (a detach changes its bounds), then `parent` alone, ACCESS
+ * EXCLUSIVE, in up to DETACH_TRIES tries of at most `tryMs` each; a savepoint lets go of what a
+ * failed try took. The parent last and ONLY: every write to it queues behind its waiting lock, which
+ * so waits only for statements already running on it, never for a lock of another partition (LOCK
+ * without ONLY takes them all, and autovacuum holds the partition it vacuums for seconds). Throws
+ * 55P03 once the tries are spent.
+ */
+export async function partitionsLockForDetach(
+  client: PoolClient,
+  parent: string,
+  partitions: readonly string[],
+  tryMs: number,
+): Promise<void> {
+  const { rows } = await client.query<{ name: string }>(
+    `SELECT c.relname AS name FROM pg_partitioned_table p JOIN pg_class c ON c.oid = p.partdefid
+      WHERE p.partrelid = $1::regclass`,
+    [parent],
+  );
+  const names = [...partitions, ...rows.map((r) => r.name)].map((n) => `ONLY "${n}"`);
+  for (let attempt = 1; ; attempt++) {
+    await client.query('SAVEPOINT detach_locks');
+    try {
+      await client.query(`SET LOCAL lock_timeout = ${Math.max(1, Math.round(tryMs))}`);
+      await client.query(`LOCK TABLE ${names.join(', ')} IN ACCESS EXCLUSIVE MODE`);
+      await client.query(`LOCK TABLE ONLY ${parent} IN ACCESS EXCLUSIVE MODE`);
+      await client.query('RELEASE SAVEPOINT detach_locks');
+      return;
+    } catch (error) {
+      if ((error as { code?: unknown }).code !== '55P03' || attempt >= DETACH_TRIES) throw error;
+      await client.query('ROLLBACK TO SAVEPOINT detach_locks');
+      await sleep(50 * attempt);
+    }
   }
 }
 

@@ -3,10 +3,10 @@
  * retention is summed into the lateness rollups and dropped whole, so the lateness answers exactly
  * as before; a slice coming due within a day keeps its due rows until then; the default partition's
  * rows go one by one; an override that keeps some occurrences longer leaves every slice to the row
- * walk; a backfill writing into a slice holds its drop off; slices are attached ahead of the clock,
- * after any fire times that outran them, longer with a longer retention or none; a stale fence
- * drops nothing; a schedule's ledger is paged a range of slices at a time; the oldest row is read
- * from the oldest slice holding one.
+ * walk; a backfill writing into a slice holds its drop off, a lock of another slice does not;
+ * slices are attached ahead of the clock, after any fire times that outran them, longer with a
+ * longer retention or none; a stale fence drops nothing; a schedule's ledger is paged a range of
+ * slices at a time; the oldest row is read from the oldest slice holding one.
  */
 import assert from 'node:assert/strict';
 import { performance } from 'node:perf_hooks';
@@ -216,7 +216,7 @@ async function assertNoStep(
   });
 }
 
-test('a backfill writing into a due slice holds its sum off until it commits; one written after a step adds itself', async () => {
+test('a backfill writing into a due slice holds its sum off until it commits; one written after a step adds itself; the drop waits on no other slice', async () => {
   const { pool } = await createTestDatabase();
   await sliceLedger(pool, -35, 3);
   const s = await insertSchedule(pool, 'backfilled');
@@ -246,10 +246,21 @@ test('a backfill writing into a due slice holds its sum off until it commits; on
     fenced: false,
     dropped: false,
   });
-  assert.deepEqual(await occurrenceSliceDropDue(pool, fence, slice, T, 30 * 86_400), {
-    fenced: true,
-    dropped: true,
-  });
+  // Another slice held as autovacuum holds one: the detach waits for no partition but its own.
+  const other = (await occurrenceSliceList(pool)).find((x) => x.name !== slice.name);
+  assert.ok(other);
+  const vacuum = await pool.connect();
+  try {
+    await vacuum.query('BEGIN');
+    await vacuum.query(`LOCK TABLE "${other.name}" IN SHARE UPDATE EXCLUSIVE MODE`);
+    assert.deepEqual(await occurrenceSliceDropDue(pool, fence, slice, T, 30 * 86_400), {
+      fenced: true,
+      dropped: true,
+    });
+  } finally {
+    await vacuum.query('COMMIT');
+    vacuum.release();
+  }
   assert.ok(!(await occurrenceSliceList(pool)).some((x) => x.name === slice.name));
   const [b] = await occurrenceLatenessBySchedule(pool, s, { from: at(-36), to: T, limit: 10 });
   assert.equal(b?.scheduled, 3);

@@ -3,7 +3,8 @@
  * attempts, effects and keys, while the dead and cancelled jobs whose ids fall in it keep theirs; one
  * whose newest job comes due within a day keeps its due jobs until then; a slice with a job due
  * later than that, one with an open job in its range, the newest slice, and every slice under an
- * override that keeps succeeded jobs longer go row by row; a stale fence drops nothing.
+ * override that keeps succeeded jobs longer go row by row; a stale fence drops nothing; a detach
+ * waits for no other slice's lock and takes jobs_done in short tries.
  */
 import assert from 'node:assert/strict';
 import { performance } from 'node:perf_hooks';
@@ -14,6 +15,8 @@ import { Maintenance, type MaintenanceOptions, type PruneBatch } from '../../src
 import type { RetentionConfig } from '../../src/maintenance/retention-config.ts';
 import { jobSliceChildrenPrune, jobSliceDropDue, jobSliceDue } from '../../src/store/job-slice-drop.ts';
 import { jobSliceList, type BoundedSlice } from '../../src/store/job-slices.ts';
+import { leaseAcquire } from '../../src/store/leases.ts';
+import type { Fence } from '../../src/store/occurrences.ts';
 import type { Pool } from '../../src/store/pool.ts';
 import { createTestDatabase } from '../support/db.ts';
 import { attachSlices } from '../support/slices.ts';
@@ -379,6 +382,77 @@ test('a slice left detached is dropped by the next pass, holding no lock of jobs
   }
   assert.equal(await count(s.pool, `SELECT count(*) FROM pg_class WHERE relname = 'jobs_done_left'`), 0);
   assert.equal(await count(s.pool, 'SELECT count(*) FROM partitions_detached'), 0);
+});
+
+/** A due slice a (its jobs' children gone) and a fence of the maintenance lease, for jobSliceDropDue. */
+async function dueSlice(s: Setup): Promise<{ slice: BoundedSlice; fence: Fence }> {
+  const [a] = s.at as [number];
+  await s.jobsAt(a + 1, old(3));
+  await s.pool.query(`SELECT setval('jobs_id_seq', $1)`, [a + 3 * SIZE]);
+  const slice = (await jobSliceList(s.pool)).find((x): x is BoundedSlice => x.from === a);
+  assert.ok(slice !== undefined);
+  const term = await leaseAcquire(s.pool, 'maintenance', 'test', 60_000);
+  assert.ok(term !== null);
+  const fence = { lease: 'maintenance', holder: 'test', epoch: term.epoch };
+  assert.equal((await jobSliceChildrenPrune(s.pool, fence, slice, 0, 100)).fenced, true);
+  return { slice, fence };
+}
+
+/** Runs `during` while another session holds `lock`, taken in its own transaction. */
+async function whileHeld(pool: Pool, lock: string, during: () => Promise<void>): Promise<void> {
+  const holder = await pool.connect();
+  try {
+    await holder.query('BEGIN');
+    await holder.query(lock);
+    await during();
+  } finally {
+    await holder.query('COMMIT');
+    holder.release();
+  }
+}
+
+test("a slice's detach waits for no other slice's lock, as autovacuum holds one for seconds", async () => {
+  const s = await setup();
+  const { slice, fence } = await dueSlice(s);
+  const other = `jobs_done_${s.at[1] ?? 0}`;
+  await whileHeld(s.pool, `LOCK TABLE ${other} IN SHARE UPDATE EXCLUSIVE MODE`, async () => {
+    assert.equal(await jobSliceDropDue(s.pool, fence, slice, T, 7 * 86_400), 'dropped');
+  });
+  assert.ok(!(await s.slices()).includes(slice.name));
+  assert.ok((await s.slices()).includes(other));
+  assert.equal(await count(s.pool, 'SELECT count(*) FROM partitions_detached'), 0);
+});
+
+test('a drop that finds jobs_done held tries again in short tries, and is busy once they are spent', async () => {
+  const s = await setup();
+  const { slice, fence } = await dueSlice(s);
+  const waiting = `SELECT count(*) FROM pg_locks
+                    WHERE NOT granted AND relation = 'jobs_done'::regclass
+                      AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`;
+  const until = async (want: (n: number) => boolean, what: string): Promise<void> => {
+    const deadline = Date.now() + 10_000;
+    while (!want(await count(s.pool, waiting))) {
+      assert.ok(Date.now() < deadline, what);
+      await new Promise((r) => setTimeout(r, 5));
+    }
+  };
+  // As a completion writing into jobs_done holds it.
+  const completing = 'LOCK TABLE ONLY jobs_done IN ROW EXCLUSIVE MODE';
+  // Held through every try: busy, the slice attached and nothing noted to drop.
+  await whileHeld(s.pool, completing, async () => {
+    assert.equal(await jobSliceDropDue(s.pool, fence, slice, T, 7 * 86_400, 20), 'busy');
+  });
+  assert.ok((await s.slices()).includes(slice.name));
+  assert.equal(await count(s.pool, 'SELECT count(*) FROM partitions_detached'), 0);
+  // Let go after the first try gave up: a later try takes it.
+  let drop: Promise<string> = Promise.resolve('');
+  await whileHeld(s.pool, completing, async () => {
+    drop = jobSliceDropDue(s.pool, fence, slice, T, 7 * 86_400, 200);
+    await until((n) => n > 0, 'the first try never waited');
+    await until((n) => n === 0, 'the first try never gave up');
+  });
+  assert.equal(await drop, 'dropped');
+  assert.ok(!(await s.slices()).includes(slice.name));
 });
 
 test('a stale fence deletes no child and drops no slice', async () => {
