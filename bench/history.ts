@@ -36,21 +36,21 @@
  * p99 over every trial's jobs pooled, each column alone and base and history again in one run (a
  * worker on each, their jobs sent in turn), then base and a twin loaded alike the same way, which
  * shows how far that ratio moves by noise alone, and base and the week (the history with the week's
- * role pruning it): the targets read from the runs shared, not from columns seconds apart; a 5,000-occurrence burst (fire time → all written,
- * one leader), in turns as the drain; 10,000 jobs at 200/s on the history with the catch-up's
- * pruning switched on and off every 2 s (paired, in the catch-up's trials: the week's role finds
- * nothing due between drops of whole slices), comparing the jobs sent in each kind of window: the
- * same run with and without pruning, as the week's target reads. The statements behind the API's
- * list endpoints and the dashboard's overview and history (its last three hours rolled up per
- * minute, as a running maintenance role leaves them) run first, before any measurement adds jobs to
- * the newest slices, on base and history alternately, run by run (median of QUERY_RUNS each), and
- * each reports the pages it touched, which the machine's load does not change. Then the maintenance
- * role runs until a pass deletes less than a batch, and the bench reports the disk use left; then
- * again with a day more due (retention 6 days), and reports the rate it sustained alone. Last,
- * enqueue → start in runs of 10,000 jobs while the oldest day's slice of the occurrence ledger is
- * summed into the rollups in steps switched on and off every 2 s, then dropped: the jobs sent with
- * the steps on against those sent with them off; after each such run, a control run in the same
- * windows with nothing switched.
+ * role pruning it): the targets read from the runs shared, not from columns seconds apart; a
+ * 5,000-occurrence burst (fire time → all written, one leader), in turns as the drain; 10,000 jobs
+ * at 200/s on the history with the week's pruning, and in the catch-up's trials with the
+ * catch-up's, switched on and off every 2 s (paired), comparing the jobs sent in each kind of
+ * window: the same run with and without pruning, as the week's target reads. The statements behind
+ * the API's list endpoints and the dashboard's overview and history (its last three hours rolled up
+ * per minute, as a running maintenance role leaves them) run first, before any measurement adds
+ * jobs to the newest slices, on base and history alternately, run by run (median of QUERY_RUNS
+ * each), and each reports the pages it touched, which the machine's load does not change. Then the
+ * maintenance role runs until a pass deletes less than a batch, and the bench reports the disk use
+ * left; then again with a day more due (retention 6 days), and reports the rate it sustained alone.
+ * Last, enqueue → start in runs of 10,000 jobs while the oldest day's slice of the occurrence ledger
+ * is summed into the rollups in steps switched on and off every 2 s, then dropped: the jobs sent
+ * with the steps on against those sent with them off; after each such run, a control run in the
+ * same windows with nothing switched.
  *
  * BENCH_HISTORY_TRIALS sets the trials (default 3), BENCH_HISTORY_ONLY the measurements (default
  * `drain,latency,burst,queries,pruning,paired,ledger`; without `pruning` neither the two pruning
