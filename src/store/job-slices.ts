@@ -118,7 +118,8 @@ export async function jobSliceAttach(db: Queryable, slice: BoundedSlice): Promis
 
 /**
  * Each try's wait for jobs_done before a slice's detach: completions queue behind the wait, so it is
- * kept near what one holds jobs_done for (a few ms), not the 200 ms the ledger's detach waits.
+ * kept near what a completion holds jobs_done for (a few ms), not the 200 ms the ledger's detach
+ * waits.
  */
 export const JOBS_DONE_LOCK_TRY_MS = 20;
 

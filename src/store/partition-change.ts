@@ -48,10 +48,10 @@ const DETACH_TRIES = 5;
  * In the caller's transaction, before it detaches `partitions` from `parent`: takes them and
  * `parent`'s default partition (a detach changes its bounds), then `parent` alone, ACCESS
  * EXCLUSIVE, in up to DETACH_TRIES tries of at most `tryMs` each; a savepoint lets go of what a
- * failed try took. The parent last and ONLY: every write to it queues behind its waiting lock, which
- * so waits only for statements already running on it, never for a lock of another partition (LOCK
- * without ONLY takes them all, and autovacuum holds the partition it vacuums for seconds). Throws
- * 55P03 once the tries are spent.
+ * failed try took. The parent comes last and alone (ONLY): while its lock waits, every write to the
+ * table queues behind it, so it must wait only for statements already running there, never for
+ * another partition's lock (LOCK without ONLY takes every partition, and autovacuum holds the one it
+ * vacuums for seconds). Throws 55P03 once the tries are spent.
  */
 export async function partitionsLockForDetach(
   client: PoolClient,
