@@ -1099,7 +1099,7 @@ function statementSplitRow(label: string, samples: LatencySample[], spans: Prune
     name: `enqueue → start while ${label}, jobs sent while a pruning statement ran against the rest`,
     value: `p99 ${fmt(percentile(during, 99), 2)} ms during, ${fmt(percentile(outside, 99), 2)} ms outside`,
     target: '',
-    note: `p99 ${fmt(percentile(during, 99) / percentile(outside, 99), 2)}×, p50 ${fmt(median(during), 2)} / ${fmt(median(outside), 2)} ms; ${during.length.toLocaleString('en')} jobs sent during a statement, ${outside.length.toLocaleString('en')} outside, in the ${TRIALS} latency trials of the column; every job whose wait met a statement against the rest: p99 ${fmt(percentile(metDuring, 99) / percentile(metOutside, 99), 2)}× (${metDuring.length.toLocaleString('en')} jobs); by statement: ${byKind}`,
+    note: `p99 ${fmt(percentile(during, 99) / percentile(outside, 99), 2)}×, p50 ${fmt(median(during), 2)} / ${fmt(median(outside), 2)} ms; ${during.length.toLocaleString('en')} jobs sent during a statement, ${outside.length.toLocaleString('en')} outside, in the latency runs of ${TRIALS} trials with the role on; every job whose wait met a statement against the rest: p99 ${fmt(percentile(metDuring, 99) / percentile(metOutside, 99), 2)}× (${metDuring.length.toLocaleString('en')} jobs); by statement: ${byKind}`,
   };
 }
 

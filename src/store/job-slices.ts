@@ -209,16 +209,18 @@ export async function jobSliceDropEmpty(
   const sliced = (await jobSliceList(pool)).filter((s) => s.to !== null);
   const behind = sliced.slice(0, -1).filter((s) => (s.to ?? Infinity) <= drawn);
   if (behind.length === 0) return { dropped: [], reason: null };
-  if ((await emptySlices(pool, behind)).length === 0) return { dropped: [], reason: null };
+  // Only those empty now are locked: the others are being pruned, and autovacuum holds them.
+  const empty = await emptySlices(pool, behind);
+  if (empty.length === 0) return { dropped: [], reason: null };
   const r = await partitionChangeFenced(pool, fence, lockTimeoutMs, async (client) => {
     await partitionsLockForDetach(
       client,
       'jobs_done',
-      behind.map((s) => s.name),
+      empty.map((s) => s.name),
       lockTimeoutMs,
     );
     // Checked again under the lock: no job can finish into a slice while jobs_done is held.
-    const dropped = await emptySlices(client, behind);
+    const dropped = await emptySlices(client, empty);
     for (const s of dropped) {
       await jobSliceDetach(client, s);
     }

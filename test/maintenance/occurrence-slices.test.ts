@@ -43,6 +43,7 @@ import {
   insertOccurrences,
   insertSchedule,
   restsBetween,
+  whileHeld,
   type OccurrenceSpec,
 } from './support.ts';
 
@@ -249,18 +250,12 @@ test('a backfill writing into a due slice holds its sum off until it commits; on
   // Another slice held as autovacuum holds one: the detach waits for no partition but its own.
   const other = (await occurrenceSliceList(pool)).find((x) => x.name !== slice.name);
   assert.ok(other);
-  const vacuum = await pool.connect();
-  try {
-    await vacuum.query('BEGIN');
-    await vacuum.query(`LOCK TABLE "${other.name}" IN SHARE UPDATE EXCLUSIVE MODE`);
+  await whileHeld(pool, `LOCK TABLE "${other.name}" IN SHARE UPDATE EXCLUSIVE MODE`, async () => {
     assert.deepEqual(await occurrenceSliceDropDue(pool, fence, slice, T, 30 * 86_400), {
       fenced: true,
       dropped: true,
     });
-  } finally {
-    await vacuum.query('COMMIT');
-    vacuum.release();
-  }
+  });
   assert.ok(!(await occurrenceSliceList(pool)).some((x) => x.name === slice.name));
   const [b] = await occurrenceLatenessBySchedule(pool, s, { from: at(-36), to: T, limit: 10 });
   assert.equal(b?.scheduled, 3);

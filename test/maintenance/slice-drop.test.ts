@@ -20,7 +20,7 @@ import type { Fence } from '../../src/store/occurrences.ts';
 import type { Pool } from '../../src/store/pool.ts';
 import { createTestDatabase } from '../support/db.ts';
 import { attachSlices } from '../support/slices.ts';
-import { count, DAY_MS, insertJobs, restsBetween, type JobSpec } from './support.ts';
+import { count, DAY_MS, insertJobs, restsBetween, whileHeld, type JobSpec } from './support.ts';
 
 const log = createLogger('test');
 log.level = 'silent';
@@ -396,19 +396,6 @@ async function dueSlice(s: Setup): Promise<{ slice: BoundedSlice; fence: Fence }
   const fence = { lease: 'maintenance', holder: 'test', epoch: term.epoch };
   assert.equal((await jobSliceChildrenPrune(s.pool, fence, slice, 0, 100)).fenced, true);
   return { slice, fence };
-}
-
-/** Runs `during` while another session holds `lock`, taken in its own transaction. */
-async function whileHeld(pool: Pool, lock: string, during: () => Promise<void>): Promise<void> {
-  const holder = await pool.connect();
-  try {
-    await holder.query('BEGIN');
-    await holder.query(lock);
-    await during();
-  } finally {
-    await holder.query('COMMIT');
-    holder.release();
-  }
 }
 
 test("a slice's detach waits for no other slice's lock, as autovacuum holds one for seconds", async () => {

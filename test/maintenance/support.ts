@@ -1,5 +1,8 @@
-/** Row factories for retention tests: history in any state, at any age, written straight to the tables. */
-import type { Queryable } from '../../src/store/pool.ts';
+/**
+ * Row factories for retention tests: history in any state, at any age, written straight to the
+ * tables; and a lock held by another session while a test runs.
+ */
+import type { Pool, Queryable } from '../../src/store/pool.ts';
 
 export const DAY_MS = 86_400_000;
 
@@ -92,6 +95,19 @@ export async function insertOccurrences(
        VALUES ($1, $2, $3, $2::timestamptz + $4 * interval '1 millisecond', $5)`,
       [scheduleId, o.fireAt, o.state ?? 'enqueued', o.lagMs ?? 0, o.source ?? 'schedule'],
     );
+  }
+}
+
+/** Runs `during` while another session holds `lock`, taken in its own transaction. */
+export async function whileHeld(pool: Pool, lock: string, during: () => Promise<void>): Promise<void> {
+  const holder = await pool.connect();
+  try {
+    await holder.query('BEGIN');
+    await holder.query(lock);
+    await during();
+  } finally {
+    await holder.query('COMMIT');
+    holder.release();
   }
 }
 
