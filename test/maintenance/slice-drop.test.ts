@@ -4,7 +4,8 @@
  * whose newest job comes due within a day keeps its due jobs until then; a slice with a job due
  * later than that, one with an open job in its range, the newest slice, and every slice under an
  * override that keeps succeeded jobs longer go row by row; a stale fence drops nothing; a detach
- * waits for no other slice's lock and takes jobs_done in short tries.
+ * waits for no other slice's lock and takes jobs_done in short tries; an emptied slice goes though
+ * another is held.
  */
 import assert from 'node:assert/strict';
 import { performance } from 'node:perf_hooks';
@@ -14,7 +15,12 @@ import { createLogger } from '../../src/log.ts';
 import { Maintenance, type MaintenanceOptions, type PruneBatch } from '../../src/maintenance/maintenance.ts';
 import type { RetentionConfig } from '../../src/maintenance/retention-config.ts';
 import { jobSliceChildrenPrune, jobSliceDropDue, jobSliceDue } from '../../src/store/job-slice-drop.ts';
-import { jobSliceList, type BoundedSlice } from '../../src/store/job-slices.ts';
+import {
+  jobSliceDropEmpty,
+  jobSliceList,
+  type BoundedSlice,
+  type SliceDropResult,
+} from '../../src/store/job-slices.ts';
 import { leaseAcquire } from '../../src/store/leases.ts';
 import type { Fence } from '../../src/store/occurrences.ts';
 import type { Pool } from '../../src/store/pool.ts';
@@ -407,6 +413,28 @@ test("a slice's detach waits for no other slice's lock, as autovacuum holds one 
   });
   assert.ok(!(await s.slices()).includes(slice.name));
   assert.ok((await s.slices()).includes(other));
+  assert.equal(await count(s.pool, 'SELECT count(*) FROM partitions_detached'), 0);
+});
+
+test('an emptied slice is dropped though a slice still being pruned is held, as autovacuum holds it', async () => {
+  const s = await setup();
+  const [a, b] = s.at as [number, number];
+  // Slice a never took a job; b holds three past retention, deleted row by row.
+  await s.jobsAt(b + 1, old(3));
+  await s.pool.query(`SELECT setval('jobs_id_seq', $1)`, [a + 3 * SIZE]);
+  const term = await leaseAcquire(s.pool, 'maintenance', 'test', 60_000);
+  assert.ok(term !== null);
+  const fence = { lease: 'maintenance', holder: 'test', epoch: term.epoch };
+  const pruned = `jobs_done_${b}`;
+  let r: SliceDropResult | undefined;
+  await whileHeld(s.pool, `LOCK TABLE ${pruned} IN SHARE UPDATE EXCLUSIVE MODE`, async () => {
+    r = await jobSliceDropEmpty(s.pool, fence);
+  });
+  assert.equal(r?.reason, null);
+  assert.ok(r?.dropped.some((x) => x.name === `jobs_done_${a}`));
+  const left = await s.slices();
+  assert.ok(!left.includes(`jobs_done_${a}`));
+  assert.ok(left.includes(pruned));
   assert.equal(await count(s.pool, 'SELECT count(*) FROM partitions_detached'), 0);
 });
 
