@@ -38,19 +38,19 @@
  * shows how far that ratio moves by noise alone, and base and the week (the history with the week's
  * role pruning it): the targets read from the runs shared, not from columns seconds apart; a
  * 5,000-occurrence burst (fire time → all written, one leader), in turns as the drain; 15,000 jobs
- * at 200/s on the history with the week's pruning, and in the catch-up's trials with the
- * catch-up's, switched on and off every 2 s (paired), comparing the jobs sent in each kind of
- * window: the same run with and without pruning, as the week's target reads. The statements behind
- * the API's list endpoints and the dashboard's overview and history (its last three hours rolled up
- * per minute, as a running maintenance role leaves them) run first, before any measurement adds
- * jobs to the newest slices, on base and history alternately, run by run (median of QUERY_RUNS
- * each), and each reports the pages it touched, which the machine's load does not change. Then the
- * maintenance role runs until a pass deletes less than a batch, and the bench reports the disk use
- * left; then again with a day more due (retention 6 days), and reports the rate it sustained alone.
- * Last, enqueue → start in runs of 15,000 jobs while the oldest day's slice of the occurrence ledger
- * is summed into the rollups in steps switched on and off every second, then dropped: the jobs sent
- * with the steps on against those sent with them off; after each such run, a control run in the
- * same windows with nothing switched.
+ * at 200/s on the history with the week's pruning (from when its oldest slice comes due), and in
+ * the catch-up's trials with the catch-up's, switched on and off every 2 s (paired), comparing the
+ * jobs sent in each kind of window: the same run with and without pruning, as the week's target
+ * reads. The statements behind the API's list endpoints and the dashboard's overview and history
+ * (its last three hours rolled up per minute, as a running maintenance role leaves them) run first,
+ * before any measurement adds jobs to the newest slices, on base and history alternately, run by
+ * run (median of QUERY_RUNS each), and each reports the pages it touched, which the machine's load
+ * does not change. Then the maintenance role runs until a pass deletes less than a batch, and the
+ * bench reports the disk use left; then again with a day more due (retention 6 days), and reports
+ * the rate it sustained alone. Last, enqueue → start in runs of 15,000 jobs while the oldest day's
+ * slice of the occurrence ledger is summed into the rollups in steps switched on and off every
+ * second, then dropped: the jobs sent with the steps on against those sent with them off; after
+ * each such run, a control run in the same windows with nothing switched.
  *
  * BENCH_HISTORY_TRIALS sets the trials (default 3), BENCH_HISTORY_ONLY the measurements (default
  * `drain,latency,burst,queries,pruning,paired,ledger`; without `pruning` neither the two pruning
@@ -1258,11 +1258,15 @@ export const bench: Bench = async () => {
         // The week's column and history are measured seconds apart, where the same code's p99 moved
         // 1.03–1.36× between runs; here the role's windows and those without it share the run.
         // Each trial on a week's clock of its own from when the oldest slice left comes due whole:
-        // the shared one brings a slice due every 5.6 h of it, and between them the role has nothing
-        // to prune (0 rows/s in every window of one full run).
+        // the shared one brings a slice due every 5.6 h of it, and between them the role finds
+        // nothing to prune, which would measure an idle role.
         say(`latency with the week's pruning switched on and off, trial ${t + 1} of ${TRIALS}…`);
-        const due = await weekRole(full);
-        pairedAdd(weekPaired, await latencyPaired(full, due, weekPairPruned, t % 2 === 0), weekPairPruned);
+        const dueWeek = await weekRole(full);
+        pairedAdd(
+          weekPaired,
+          await latencyPaired(full, dueWeek, weekPairPruned, t % 2 === 0),
+          weekPairPruned,
+        );
       }
       if (ONLY.has('burst')) {
         say(`burst, trial ${t + 1} of ${TRIALS}…`);
