@@ -443,9 +443,13 @@ interface Role {
   clock?: WeekClock;
 }
 
+/** How long withPruning waits for a role's first batch before it counts the role as idle. */
+const FIRST_BATCH_WAIT_MS = 5_000;
+
 /**
  * Runs `during` with the maintenance role pruning beside it. `during` starts once the first batch
- * has ended (at most 5 s after the role's start) and is given the time that batch started.
+ * has ended (at most FIRST_BATCH_WAIT_MS after the role's start) and is given the time that batch
+ * started.
  */
 async function withPruning<T>(
   d: Db,
@@ -483,7 +487,7 @@ async function withPruning<T>(
   });
   role.clock?.run(true);
   m.start();
-  const working = await Promise.race([started, sleep(5_000).then(() => false)]);
+  const working = await Promise.race([started, sleep(FIRST_BATCH_WAIT_MS).then(() => false)]);
   if (!working) pruned.idle++;
   const t0 = performance.now();
   try {
@@ -1074,7 +1078,7 @@ function pairedRow(label: string, paired: Paired, pruned: Pruned): BenchRow {
     name: `enqueue → start, ${label} switched on and off every ${fmt(ROLE_WINDOW_MS / 1000)} s in one run`,
     value: `p99 ${p(on, 99)} ms on, ${p(paired.off, 99)} ms off`,
     target: '≤ 1.1× off',
-    note: `p99 ${r(99)}×, p50 ${p(on, 50)} / ${p(paired.off, 50)} ms (${r(50)}×); ${paired.on.length.toLocaleString('en')} jobs sent with pruning on, ${paired.off.length.toLocaleString('en')} off, in ${paired.ratios.length} runs of ${PAIR_JOBS.toLocaleString('en')}; p99 on ÷ off by run ${byRun(paired.ratios)}; pruned ${rate(pruned)} while on (no statement in ${pruned.idle} on windows within 5 s of the role's start); overlapping a pruning statement: ${pct(paired.overlaps.map((o) => o.tail))} of the slowest 1 % sent with it on, ${pct(paired.overlaps.map((o) => o.all))} of all (medians by run)`,
+    note: `p99 ${r(99)}×, p50 ${p(on, 50)} / ${p(paired.off, 50)} ms (${r(50)}×); ${paired.on.length.toLocaleString('en')} jobs sent with pruning on, ${paired.off.length.toLocaleString('en')} off, in ${paired.ratios.length} runs of ${PAIR_JOBS.toLocaleString('en')}; p99 on ÷ off by run ${byRun(paired.ratios)}; pruned ${rate(pruned)} while on (no statement in ${pruned.idle} on windows within ${fmt(FIRST_BATCH_WAIT_MS / 1000)} s of the role's start); overlapping a pruning statement: ${pct(paired.overlaps.map((o) => o.tail))} of the slowest 1 % sent with it on, ${pct(paired.overlaps.map((o) => o.all))} of all (medians by run)`,
   };
 }
 

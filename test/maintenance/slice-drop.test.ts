@@ -390,6 +390,13 @@ test('a slice left detached is dropped by the next pass, holding no lock of jobs
   assert.equal(await count(s.pool, 'SELECT count(*) FROM partitions_detached'), 0);
 });
 
+/** A fence of the maintenance lease, taken by this test as its holder. */
+async function maintenanceFence(pool: Pool): Promise<Fence> {
+  const term = await leaseAcquire(pool, 'maintenance', 'test', 60_000);
+  assert.ok(term !== null);
+  return { lease: 'maintenance', holder: 'test', epoch: term.epoch };
+}
+
 /** A due slice a (its jobs' children gone) and a fence of the maintenance lease, for jobSliceDropDue. */
 async function dueSlice(s: Setup): Promise<{ slice: BoundedSlice; fence: Fence }> {
   const [a] = s.at as [number];
@@ -397,9 +404,7 @@ async function dueSlice(s: Setup): Promise<{ slice: BoundedSlice; fence: Fence }
   await s.pool.query(`SELECT setval('jobs_id_seq', $1)`, [a + 3 * SIZE]);
   const slice = (await jobSliceList(s.pool)).find((x): x is BoundedSlice => x.from === a);
   assert.ok(slice !== undefined);
-  const term = await leaseAcquire(s.pool, 'maintenance', 'test', 60_000);
-  assert.ok(term !== null);
-  const fence = { lease: 'maintenance', holder: 'test', epoch: term.epoch };
+  const fence = await maintenanceFence(s.pool);
   assert.equal((await jobSliceChildrenPrune(s.pool, fence, slice, 0, 100)).fenced, true);
   return { slice, fence };
 }
@@ -422,9 +427,7 @@ test('an emptied slice is dropped though a slice still being pruned is held, as 
   // Slice a never took a job; b holds three past retention, deleted row by row.
   await s.jobsAt(b + 1, old(3));
   await s.pool.query(`SELECT setval('jobs_id_seq', $1)`, [a + 3 * SIZE]);
-  const term = await leaseAcquire(s.pool, 'maintenance', 'test', 60_000);
-  assert.ok(term !== null);
-  const fence = { lease: 'maintenance', holder: 'test', epoch: term.epoch };
+  const fence = await maintenanceFence(s.pool);
   const pruned = `jobs_done_${b}`;
   let r: SliceDropResult | undefined;
   await whileHeld(s.pool, `LOCK TABLE ${pruned} IN SHARE UPDATE EXCLUSIVE MODE`, async () => {
